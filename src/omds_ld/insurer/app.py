@@ -1,0 +1,385 @@
+"""The example server: every insurer's interface under /omds-ld/insurers/<name>/api (Starlette)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import anyio.to_thread
+from jsonschema import Draft202012Validator
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from omds_ld.insurer.config import ServerConfig
+from omds_ld.insurer.data import ANONYMOUS, Broker, Insurer, load_insurers
+from omds_ld.insurer.problems import FieldError, Problem
+from omds_ld.insurer.service import Answer, InsurerService
+from omds_ld.insurer.store import Replay, Store
+from omds_ld.norm import Norm, Operation, load_norm
+from omds_ld.norm.jsonld import CONTEXT_URL, context_document
+
+log = logging.getLogger("omds_ld.insurer")
+
+PREFIX = "/omds-ld/insurers"
+LD_JSON = "application/ld+json"
+PROBLEM_JSON = "application/problem+json"
+JSON_MEDIA = ("application/json", "application/ld+json")
+
+
+def api_base(name: str) -> str:
+    return f"{PREFIX}/{name}/api"
+
+
+def _dumps(body: Any) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def problem_body(
+    norm: Norm, problem: Problem, instance: str, steps: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The RFC 9457 body of a problem, with the admissible operations as next steps."""
+    kind = norm.problem_types[problem.slug]
+    body: dict[str, Any] = {
+        "@context": CONTEXT_URL,
+        "type": kind.uri,
+        "title": kind.title_en,
+        "status": kind.status,
+        "detail": problem.detail,
+        "instance": instance,
+        "bc:title": {"de": kind.title_de, "en": kind.title_en},
+    }
+    if problem.errors:
+        body["errors"] = [{"pointer": e.pointer, "detail": e.detail} for e in problem.errors]
+    body.update(problem.extra)
+    body["bc:nextStep"] = list(problem.next_steps if problem.next_steps is not None else steps)
+    return body
+
+
+class OperationEndpoint:
+    """One operation at one insurer: checks the request, keeps retries single, answers."""
+
+    def __init__(self, config: ServerConfig, service: InsurerService, operation: Operation) -> None:
+        self.config = config
+        self.service = service
+        self.operation = operation
+        self.handler = service.handler(operation.operation_id)
+        self._param_validators = {
+            p.name: Draft202012Validator(dict(p.schema)) for p in operation.parameters
+        }
+
+    async def respond(self, request: Request) -> Response:
+        try:
+            raw = await _read_body(request, self.config.max_body_bytes)
+        except Problem as problem:
+            return self._problem(problem, request.url.path)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        return await anyio.to_thread.run_sync(
+            partial(
+                self.handle,
+                path=request.url.path,
+                path_params=dict(request.path_params),
+                query=dict(request.query_params),
+                headers=headers,
+                raw=raw,
+            )
+        )
+
+    def _problem(self, problem: Problem, path: str) -> Response:
+        body = problem_body(self.service.norm, problem, path, self.service.answers.entry_steps())
+        status = self.service.norm.problem_types[problem.slug].status
+        return Response(
+            _dumps(body), status, headers=dict(problem.headers), media_type=PROBLEM_JSON
+        )
+
+    def handle(
+        self,
+        *,
+        path: str,
+        path_params: Mapping[str, str],
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        raw: bytes,
+    ) -> Response:
+        """Carry out one request: runs in a worker thread, so requests really overlap."""
+        claimed: tuple[str, str] | None = None
+        try:
+            broker = self._broker(headers)
+            params = self._params(path_params, query)
+            body = self._body(headers, raw)
+            key = self._idempotency_key(headers)
+            if key is not None:
+                state = self._claim(broker, key, path, body)
+                if isinstance(state, Replay):
+                    replayed = {**state.headers, "Idempotency-Replayed": "true"}
+                    return Response(state.body, state.status, headers=replayed)
+                claimed = (broker.id, key)
+            answer: Answer = self.handler(broker, params, body)
+            response_headers = {"Content-Type": LD_JSON, **answer.headers}
+            encoded = _dumps(answer.body)
+            if claimed is not None:
+                self.service.store.complete_idempotent(
+                    self.service.insurer.name, *claimed, answer.status, response_headers, encoded
+                )
+            return Response(encoded, answer.status, headers=response_headers)
+        except Problem as problem:
+            if claimed is not None:
+                self.service.store.release_idempotent(self.service.insurer.name, *claimed)
+            return self._problem(problem, path)
+        except Exception:
+            log.exception("%s failed", self.operation.operation_id)
+            if claimed is not None:
+                self.service.store.release_idempotent(self.service.insurer.name, *claimed)
+            return self._problem(
+                Problem("internal-error", "the interface failed; nothing was changed, retry later"),
+                path,
+            )
+
+    def _broker(self, headers: Mapping[str, str]) -> Broker:
+        authorization = headers.get("authorization")
+        unauthorized = {"WWW-Authenticate": 'Bearer realm="omds-ld"'}
+        if not authorization:
+            if self.config.require_token:
+                raise Problem(
+                    "unauthorized",
+                    "this insurer refuses anonymous callers; send Authorization: Bearer <token>",
+                    headers=unauthorized,
+                )
+            return ANONYMOUS
+        scheme, _, token = authorization.partition(" ")
+        broker = self.service.insurer.brokers.get(token.strip())
+        if scheme.lower() != "bearer" or broker is None:
+            raise Problem(
+                "unauthorized",
+                "the bearer token names no broker of this insurer",
+                headers=unauthorized,
+            )
+        return broker
+
+    def _params(self, path_params: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        for parameter in self.operation.path_parameters:
+            value = path_params[parameter.name]
+            if not self._param_validators[parameter.name].is_valid(value):
+                raise Problem(
+                    "not-found",
+                    f"{parameter.name} {value!r} has not the form of an id, so nothing has it",
+                )
+            params[parameter.name] = value
+        for parameter in self.operation.query_parameters:
+            schema = parameter.schema
+            if parameter.name not in query:
+                params[parameter.name] = schema.get("default")
+                continue
+            raw_value = query[parameter.name]
+            value_: Any = raw_value
+            if schema.get("type") == "integer":
+                try:
+                    value_ = int(raw_value)
+                except ValueError:
+                    value_ = raw_value
+            errors = list(self._param_validators[parameter.name].iter_errors(value_))
+            if errors:
+                raise Problem(
+                    "invalid-parameter",
+                    f"{parameter.name}={raw_value!r} is not admissible: {errors[0].message}",
+                    errors=[FieldError(f"?{parameter.name}", errors[0].message)],
+                )
+            params[parameter.name] = value_
+        return params
+
+    def _body(self, headers: Mapping[str, str], raw: bytes) -> Any:
+        operation = self.operation
+        if operation.request_schema is None:
+            return None
+        if not raw.strip():
+            if operation.body_required:
+                raise Problem(
+                    "invalid-body",
+                    f"{operation.operation_id} needs a JSON-LD body",
+                    errors=[FieldError("", "a body is required")],
+                )
+            return {}
+        media = headers.get("content-type", "").split(";")[0].strip().lower()
+        if media not in JSON_MEDIA and not media.endswith("+json"):
+            raise Problem(
+                "unsupported-media-type",
+                f"bodies are application/ld+json or application/json, not {media or 'untyped'}",
+            )
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise Problem(
+                "malformed-request", f"the body is not well-formed JSON: {error}"
+            ) from None
+        violations = operation.body_violations(body)
+        if violations:
+            raise Problem(
+                "invalid-body",
+                f"the body does not match the schema of {operation.operation_id} "
+                f"({len(violations)} violation(s))",
+                errors=[FieldError(v.pointer, v.detail) for v in violations],
+            )
+        return body
+
+    def _idempotency_key(self, headers: Mapping[str, str]) -> str | None:
+        key = headers.get("idempotency-key")
+        if key is None or not self.operation.takes_idempotency_key:
+            return None
+        if not self._param_validators["Idempotency-Key"].is_valid(key):
+            raise Problem(
+                "invalid-parameter",
+                "Idempotency-Key must be 1 to 255 printable ASCII characters",
+                errors=[FieldError("Idempotency-Key", "1 to 255 printable ASCII characters")],
+            )
+        return key
+
+    def _claim(self, broker: Broker, key: str, path: str, body: Any) -> Replay | None:
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        fingerprint = hashlib.sha256(
+            f"{self.operation.operation_id}\n{path}\n{canonical}".encode()
+        ).hexdigest()
+        state = self.service.store.begin_idempotent(
+            self.service.insurer.name,
+            broker.id,
+            key,
+            fingerprint,
+            self.config.idempotency_retention_seconds,
+        )
+        if state == "mismatch":
+            raise Problem(
+                "idempotency-key-reused",
+                "this Idempotency-Key was used for another request; use a new key",
+            )
+        if state == "in-progress":
+            raise Problem(
+                "idempotency-request-in-progress",
+                "a request with this Idempotency-Key is still being processed; retry shortly",
+                headers={"Retry-After": "1"},
+            )
+        return state if isinstance(state, Replay) else None
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    too_large = Problem("payload-too-large", f"the body exceeds {limit} bytes")
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _openapi_for(norm: Norm, name: str) -> dict[str, Any]:
+    document = dict(norm.openapi)
+    document["servers"] = [{"url": api_base(name)}]
+    return document
+
+
+def create_app(
+    config: ServerConfig, norm: Norm | None = None, insurers: Mapping[str, Insurer] | None = None
+) -> Starlette:
+    """The example server for every insurer, on one embedded store."""
+    norm = norm or load_norm()
+    insurers = dict(insurers or load_insurers(config.insurers_folder))
+    store = Store(config.database)
+    store.purge_idempotent(config.idempotency_retention_seconds)
+    services = {
+        name: InsurerService(norm, insurer, store, api_base(name))
+        for name, insurer in insurers.items()
+    }
+    routes: list[BaseRoute] = []
+    for name, service in services.items():
+        for operation in norm.operations.values():
+            endpoint = OperationEndpoint(config, service, operation)
+            routes.append(
+                Route(
+                    api_base(name) + operation.path,
+                    endpoint.respond,
+                    methods=[operation.method],
+                    name=f"{name}.{operation.operation_id}",
+                )
+            )
+        routes.append(Route(api_base(name) + "/openapi.json", _static(_openapi_for(norm, name))))
+
+    index = {
+        "name": "omds-ld example server",
+        "insurers": [
+            {
+                "name": name,
+                "displayName": insurer.display_name,
+                "api": api_base(name),
+                "openapi": api_base(name) + "/openapi.json",
+                "draftAtServer": insurer.draft_at_server,
+            }
+            for name, insurer in insurers.items()
+        ],
+        "context": "/omds-ld/context.jsonld",
+    }
+    routes += [
+        Route("/", _static(index)),
+        Route(PREFIX, _static(index)),
+        Route("/omds-ld/context.jsonld", _static(context_document(), LD_JSON)),
+        Route("/healthz", _static({"status": "ok"})),
+    ]
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _routing_problem(norm, services, request, exc)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        store.close()
+
+    app = Starlette(
+        routes=routes,
+        exception_handlers={404: not_found, 405: not_found},
+        lifespan=lifespan,
+    )
+    app.state.store = store
+    app.state.services = services
+    return app
+
+
+def _static(body: Any, media: str = "application/json") -> Callable[[Request], Awaitable[Response]]:
+    encoded = _dumps(body)
+
+    async def endpoint(request: Request) -> Response:
+        return Response(encoded, media_type=media)
+
+    return endpoint
+
+
+def _routing_problem(
+    norm: Norm, services: Mapping[str, InsurerService], request: Request, exc: Exception
+) -> Response:
+    """A problem for an address or method no operation has, with where one can go instead."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 404
+    path = request.url.path
+    parts = path.split("/")
+    service = services.get(parts[3]) if path.startswith(PREFIX + "/") and len(parts) > 3 else None
+    headers = dict(exc.headers or {}) if isinstance(exc, HTTPException) else {}
+    if status == 405:
+        problem = Problem("method-not-allowed", f"{request.method} is not allowed on {path}")
+    elif service is None:
+        problem = Problem(
+            "not-found",
+            f"there is nothing at {path}; insurers: {', '.join(api_base(n) for n in services)}",
+        )
+    else:
+        problem = Problem("not-found", f"{path} is no operation of {service.insurer.display_name}")
+    steps = service.answers.entry_steps() if service else []
+    body = problem_body(norm, problem, path, steps)
+    return JSONResponse(body, status, headers=headers, media_type=PROBLEM_JSON)

@@ -1,0 +1,33 @@
+"""The example server's configuration: one frozen value, built once by the command line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+DEFAULT_PORT = 9092
+
+
+def default_database() -> Path:
+    """Where the embedded store lives unless told otherwise: the user's data directory."""
+    return Path(platformdirs.user_data_dir("omds-ld")) / "omds-ld.sqlite3"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How the example server runs: address, store, callers, limits."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    database: Path = Path("omds-ld.sqlite3")
+    insurers_folder: Path | None = None
+    require_token: bool = False
+    max_body_bytes: int = 256 * 1024
+    idempotency_retention_seconds: float = 24 * 3600.0
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.host in {"0.0.0.0", "::"} else self.host
+        return f"http://{host}:{self.port}"

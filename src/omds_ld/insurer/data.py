@@ -1,0 +1,239 @@
+"""The example insurers as data: each a folder with products, shapes, tariffs and brokers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rdflib import Graph, URIRef
+
+from omds_ld.insurer.tariff import Tariff
+from omds_ld.norm.jsonld import P
+from omds_ld.norm.shapes import SH, Field, NodeShape, shapes_from_graph
+
+HAS_RISK_OBJECT = P + "hasRiskObject"
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A broker known to an insurer, named by its bearer token."""
+
+    id: str
+    name: str
+
+
+ANONYMOUS = Broker(id="demo-broker", name="Demo broker (anonymous)")
+
+
+@dataclass(frozen=True)
+class Component:
+    """A component (Baustein) of a product, or the product's root node (id "")."""
+
+    id: str
+    iri: str
+    class_iri: str
+    label: Mapping[str, str]
+    mandatory: bool
+    group: str | None
+    included_by_default: bool
+    shape: NodeShape | None
+
+    @property
+    def attributes(self) -> tuple[Field, ...]:
+        if self.shape is None:
+            return ()
+        return tuple(f for f in self.shape.fields if f.path != HAS_RISK_OBJECT)
+
+    def attribute(self, name: str) -> Field | None:
+        return next((f for f in self.attributes if f.local_name == name), None)
+
+
+@dataclass(frozen=True)
+class RiskObjectSpec:
+    """The risk object a product insures: its class, shape and how many there must be."""
+
+    class_iri: str
+    shape: NodeShape
+    min_count: int
+    max_count: int | None
+
+
+@dataclass(frozen=True)
+class Product:
+    """A product: its root node, components, risk object, tariff and the shapes it needs."""
+
+    id: str
+    iri: str
+    label: Mapping[str, str]
+    line_of_business: Mapping[str, str]
+    root: Component
+    components: tuple[Component, ...]
+    risk_object: RiskObjectSpec
+    tariff: Tariff
+    shapes_graph: Graph
+    risk_shapes_graph: Graph
+
+    def component(self, component_id: str) -> Component | None:
+        if component_id == "":
+            return self.root
+        return next((c for c in self.components if c.id == component_id), None)
+
+    def component_by_iri(self, iri: str) -> Component | None:
+        if iri == self.iri:
+            return self.root
+        return next((c for c in self.components if c.iri == iri), None)
+
+    @property
+    def nodes(self) -> tuple[Component, ...]:
+        """The root and every component, in order."""
+        return (self.root, *self.components)
+
+    @property
+    def shapes(self) -> tuple[NodeShape, ...]:
+        found = [n.shape for n in self.nodes if n.shape is not None]
+        return (*found, self.risk_object.shape)
+
+
+@dataclass(frozen=True)
+class Insurer:
+    """One insurer: name, process knowledge, brokers, products and shapes."""
+
+    name: str
+    display_name: str
+    base: str
+    language: str
+    draft_at_server: bool
+    process_description: Mapping[str, str]
+    brokers: Mapping[str, Broker]
+    products: Mapping[str, Product]
+    shapes: Mapping[str, NodeShape]
+
+    def product_by_iri(self, iri: str) -> Product | None:
+        return next((p for p in self.products.values() if p.iri == iri), None)
+
+    def shape_by_name(self, name: str) -> NodeShape | None:
+        return next((s for s in self.shapes.values() if s.local_name == name), None)
+
+
+def _subgraph(graph: Graph, shape_iris: list[str]) -> Graph:
+    """The triples that describe the given shapes, blank nodes and lists included."""
+    out = Graph()
+    for prefix, namespace in graph.namespaces():
+        out.bind(prefix, namespace)
+    todo: list[Any] = [URIRef(i) for i in shape_iris]
+    seen: set[Any] = set()
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for s, p, o in graph.triples((node, None, None)):
+            out.add((s, p, o))
+            if not isinstance(o, URIRef) or p in (SH.property,):
+                todo.append(o)
+    return out
+
+
+def _product(
+    base: str, raw: Mapping[str, Any], shapes: Mapping[str, NodeShape], graph: Graph
+) -> Product:
+    by_class = {s.target_class: s for s in shapes.values() if s.target_class}
+    iri = f"{base}products/{raw['id']}"
+    root = Component(
+        id="",
+        iri=iri,
+        class_iri=raw["class"],
+        label=raw["label"],
+        mandatory=True,
+        group=None,
+        included_by_default=True,
+        shape=by_class.get(raw["class"]),
+    )
+    if root.shape is None:
+        raise ValueError(f"product {raw['id']}: no shape targets {raw['class']}")
+    components = tuple(
+        Component(
+            id=c["id"],
+            iri=f"{iri}/components/{c['id']}",
+            class_iri=c["class"],
+            label=c["label"],
+            mandatory=bool(c.get("mandatory", False)),
+            group=c.get("group"),
+            included_by_default=bool(c.get("included", False) or c.get("mandatory", False)),
+            shape=by_class.get(c["class"]),
+        )
+        for c in raw.get("components", ())
+    )
+    risk_field = root.shape.field_for(HAS_RISK_OBJECT)
+    if risk_field is None or risk_field.class_ is None:
+        raise ValueError(
+            f"product {raw['id']}: the root shape must give p:hasRiskObject a sh:class"
+        )
+    risk_shape = by_class.get(risk_field.class_)
+    if risk_shape is None:
+        raise ValueError(f"product {raw['id']}: no shape targets {risk_field.class_}")
+    needed = [n.shape.iri for n in (root, *components) if n.shape is not None]
+    return Product(
+        id=raw["id"],
+        iri=iri,
+        label=raw["label"],
+        line_of_business=raw["lineOfBusiness"],
+        root=root,
+        components=components,
+        risk_object=RiskObjectSpec(
+            class_iri=risk_field.class_,
+            shape=risk_shape,
+            min_count=risk_field.min_count,
+            max_count=risk_field.max_count,
+        ),
+        tariff=Tariff.parse(raw["tariff"]),
+        shapes_graph=_subgraph(graph, [*needed, risk_shape.iri]),
+        risk_shapes_graph=_subgraph(graph, [risk_shape.iri]),
+    )
+
+
+def load_insurer(folder: Path) -> Insurer:
+    """Read one insurer's folder."""
+    raw = yaml.safe_load((folder / "insurer.yaml").read_text("utf-8"))
+    graph = Graph()
+    for name in raw.get("shapes", ()):
+        graph.parse(folder / name, format="turtle")
+    shapes = shapes_from_graph(graph)
+    base: str = raw["base"]
+    products = {}
+    for name in raw["products"]:
+        product = _product(base, yaml.safe_load((folder / name).read_text("utf-8")), shapes, graph)
+        products[product.id] = product
+    return Insurer(
+        name=raw["name"],
+        display_name=raw["displayName"],
+        base=base,
+        language=raw.get("language", "en"),
+        draft_at_server=bool(raw["processKnowledge"]["draftAtServer"]),
+        process_description=raw["processKnowledge"].get("description", {}),
+        brokers={b["token"]: Broker(id=b["id"], name=b["name"]) for b in raw.get("brokers", ())},
+        products=products,
+        shapes=shapes,
+    )
+
+
+def builtin_insurers_folder() -> Path:
+    """The folder of the example insurers shipped with the package."""
+    return Path(str(resources.files("omds_ld.insurer").joinpath("insurers")))
+
+
+def load_insurers(folder: Path | None = None) -> dict[str, Insurer]:
+    """Every insurer below a folder (one subfolder each), by name."""
+    root = folder or builtin_insurers_folder()
+    insurers = {}
+    for sub in sorted(root.iterdir()):
+        if (sub / "insurer.yaml").is_file():
+            insurer = load_insurer(sub)
+            insurers[insurer.name] = insurer
+    if not insurers:
+        raise ValueError(f"no insurer folders (with insurer.yaml) below {root}")
+    return insurers

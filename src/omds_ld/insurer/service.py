@@ -1,0 +1,467 @@
+"""The operations of one insurer's interface: each reads or changes state and returns an answer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from omds_ld.insurer.answers import Answers, draft_iri, premium_jsonld
+from omds_ld.insurer.data import Broker, Insurer, Product
+from omds_ld.insurer.draft import Draft, Scalar
+from omds_ld.insurer.instance import attribute_iri, parse_instance, parse_risk_object
+from omds_ld.insurer.problems import FieldError, Problem
+from omds_ld.insurer.store import Case, EditConflict, Offer, Store
+from omds_ld.insurer.tariff import calculate
+from omds_ld.insurer.validation import (
+    Report,
+    node_iris,
+    risk_object_iri,
+    validate_draft,
+    validate_risk_object,
+)
+from omds_ld.norm import Norm
+
+OFFER_VALIDITY = dt.timedelta(days=30)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An operation's successful answer: status, JSON-LD body and extra headers."""
+
+    status: int
+    body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+class InsurerService:
+    """One insurer's interface: the norm's operations over its products and its store."""
+
+    def __init__(self, norm: Norm, insurer: Insurer, store: Store, api_base: str) -> None:
+        self.norm = norm
+        self.insurer = insurer
+        self.store = store
+        self.answers = Answers(norm, insurer, api_base)
+
+    def handler(self, operation_id: str) -> Callable[..., Answer]:
+        """The method that carries out an operation, by operationId."""
+        method: Callable[..., Answer] = getattr(self, operation_id)
+        return method
+
+    # reading the insurer
+
+    def readProcessKnowledge(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        return Answer(200, self.answers.process_knowledge())
+
+    def listProducts(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        return Answer(200, self.answers.product_list(params["offset"], params["limit"]))
+
+    def _product(self, product_id: str) -> Product:
+        product = self.insurer.products.get(product_id)
+        if product is None:
+            known = sorted(self.insurer.products)
+            raise Problem(
+                "unknown-product",
+                f"{self.insurer.display_name} has no product {product_id!r}; "
+                f"products: {', '.join(known)}",
+                extra={"known": known},
+            )
+        return product
+
+    def readProduct(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        return Answer(200, self.answers.product(self._product(params["productId"])))
+
+    def readDefaultInstance(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        return Answer(200, self.answers.default_instance(self._product(params["productId"])))
+
+    def readShape(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        name = params["shapeId"]
+        shape = self.insurer.shape_by_name(name) or next(
+            (s for s in self.norm.shapes.values() if s.local_name == name), None
+        )
+        if shape is None:
+            known = sorted(
+                {s.local_name for s in (*self.insurer.shapes.values(), *self.norm.shapes.values())}
+            )
+            raise Problem(
+                "unknown-shape",
+                f"there is no shape {name!r}; shapes: {', '.join(known)}",
+                extra={"known": known},
+            )
+        return Answer(200, self.answers.shape(shape))
+
+    def inquireTariff(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        product, draft = parse_instance(self.insurer, body["p:instance"])
+        self._check_inclusions(product, draft)
+        report = validate_draft(product, draft, f"{product.iri}/inquired-instance")
+        if not report.conforms:
+            raise Problem(
+                "shape-violation",
+                "the instance does not conform to its shapes; the validation report says where",
+                extra={"bc:validationReport": report.to_jsonld()},
+                next_steps=self.answers.inquiry_steps(product),
+            )
+        premium = calculate(product.tariff, draft.tariff_input())
+        return Answer(200, self.answers.tariff_result(product, draft, report, premium))
+
+    # the draft at the server
+
+    def _require_draft_at_server(self) -> None:
+        if not self.insurer.draft_at_server:
+            raise Problem(
+                "operation-not-admissible",
+                f"{self.insurer.display_name} keeps no draft at the server; "
+                "calculate with readDefaultInstance and inquireTariff",
+                next_steps=self.answers.entry_steps(),
+            )
+
+    def _case(self, broker: Broker, case_id: str) -> tuple[Product, Case]:
+        case = self.store.get_case(self.insurer.name, case_id, broker.id)
+        if case is None:
+            raise Problem(
+                "not-found",
+                f"there is no business case {case_id!r} for you at {self.insurer.display_name}",
+                next_steps=self.answers.entry_steps(),
+            )
+        return self.insurer.products[case.draft.product_id], case
+
+    def _report(self, product: Product, case: Case) -> Report:
+        return validate_draft(product, case.draft, draft_iri(self.insurer, case.case_id))
+
+    def _case_answer(self, status: int, product: Product, case: Case) -> Answer:
+        return Answer(status, self.answers.case(product, case, self._report(product, case)))
+
+    def _not_admissible(self, product: Product, case: Case, detail: str) -> Problem:
+        steps = self.answers.case_steps(product, case, self._report(product, case))
+        return Problem("operation-not-admissible", detail, next_steps=steps)
+
+    def _edit(
+        self,
+        broker: Broker,
+        case_id: str,
+        change: Callable[[Product, Case], Draft],
+        status: int = 200,
+    ) -> Answer:
+        """Apply an edit to a case's draft; a stale read is retried, a failed check changes nothing."""
+        self._require_draft_at_server()
+        for _ in range(5):
+            product, case = self._case(broker, case_id)
+            if case.status == "offered":
+                raise self._not_admissible(
+                    product, case, "the business case has a binding offer; its draft is final"
+                )
+            draft = change(product, case)
+            if draft == case.draft:
+                return self._case_answer(status, product, case)
+            edited = replace(case, draft=draft, status="draft", premium=None, updated=_now())
+            try:
+                stored = self.store.update_case(edited, expected_version=case.version)
+            except EditConflict:
+                continue
+            return self._case_answer(status, product, stored)
+        raise Problem("edit-conflict", "the business case kept changing; read it and try again")
+
+    def createCalculation(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        self._require_draft_at_server()
+        product_iri = body["p:hasRootProduct"]
+        product = self.insurer.product_by_iri(product_iri)
+        if product is None:
+            known = [p.iri for p in self.insurer.products.values()]
+            raise Problem(
+                "unknown-product",
+                f"{product_iri!r} is no product of {self.insurer.display_name}; "
+                f"products: {', '.join(known)}",
+                errors=[FieldError("/p:hasRootProduct", "use a product IRI from listProducts")],
+                extra={"known": known},
+                next_steps=self.answers.entry_steps(),
+            )
+        now = _now()
+        case = Case(
+            insurer=self.insurer.name,
+            case_id=uuid.uuid4().hex[:20],
+            broker=broker.id,
+            status="draft",
+            draft=Draft.default(product),
+            premium=None,
+            offer_id=None,
+            version=1,
+            created=now,
+            updated=now,
+        )
+        self.store.insert_case(case)
+        answer = self._case_answer(201, product, case)
+        location = self.answers.step("readCalculation", "", {"caseId": case.case_id})["bc:href"]
+        return replace(answer, headers={"Location": location})
+
+    def readCalculation(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        self._require_case_reads()
+        product, case = self._case(broker, params["caseId"])
+        return self._case_answer(200, product, case)
+
+    def validateCalculation(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        return self.readCalculation(broker, params, body)
+
+    def _require_case_reads(self) -> None:
+        if not self.insurer.draft_at_server:
+            raise Problem(
+                "not-found",
+                f"{self.insurer.display_name} keeps no business cases at the server",
+                next_steps=self.answers.entry_steps(),
+            )
+
+    def _checked_risk_object(
+        self, product: Product, case: Case, body: Any, risk_object_id: str
+    ) -> Any:
+        risk_object = parse_risk_object(product, body, risk_object_id)
+        iri = risk_object_iri(draft_iri(self.insurer, case.case_id), risk_object_id)
+        report = validate_risk_object(product, risk_object, iri)
+        if not report.conforms:
+            raise Problem(
+                "shape-violation",
+                f"the risk object violates {product.risk_object.shape.local_name}; nothing was changed",
+                extra={"bc:validationReport": report.to_jsonld()},
+                next_steps=self.answers.case_steps(product, case, self._report(product, case)),
+            )
+        return risk_object
+
+    def createRiskObject(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        def change(product: Product, case: Case) -> Draft:
+            spec = product.risk_object
+            if spec.max_count is not None and len(case.draft.risk_objects) >= spec.max_count:
+                raise self._not_admissible(
+                    product,
+                    case,
+                    f"the draft already has {len(case.draft.risk_objects)} risk object(s), the most "
+                    "it admits; change one with updateRiskObject or remove it with deleteRiskObject",
+                )
+            new_id = case.draft.next_risk_object_id()
+            return case.draft.with_risk_object(
+                self._checked_risk_object(product, case, body, new_id)
+            )
+
+        return self._edit(broker, params["caseId"], change, status=201)
+
+    def _existing_risk_object(self, product: Product, case: Case, risk_object_id: str) -> None:
+        if case.draft.risk_object(risk_object_id) is None:
+            existing = [r.id for r in case.draft.risk_objects]
+            raise Problem(
+                "not-found",
+                f"the draft has no risk object {risk_object_id!r}; risk objects: "
+                f"{', '.join(existing) or 'none'}",
+                next_steps=self.answers.case_steps(product, case, self._report(product, case)),
+            )
+
+    def updateRiskObject(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        risk_object_id = params["riskObjectId"]
+
+        def change(product: Product, case: Case) -> Draft:
+            self._existing_risk_object(product, case, risk_object_id)
+            checked = self._checked_risk_object(product, case, body, risk_object_id)
+            return case.draft.with_risk_object(checked)
+
+        return self._edit(broker, params["caseId"], change)
+
+    def deleteRiskObject(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        risk_object_id = params["riskObjectId"]
+
+        def change(product: Product, case: Case) -> Draft:
+            self._existing_risk_object(product, case, risk_object_id)
+            return case.draft.without_risk_object(risk_object_id)
+
+        return self._edit(broker, params["caseId"], change)
+
+    def _component(self, product: Product, case: Case, component_id: str) -> Any:
+        component = product.component(component_id) if component_id else None
+        if component is None:
+            known = ", ".join(c.id for c in product.components)
+            raise Problem(
+                "not-found",
+                f"{product.id} has no component {component_id!r}; components: {known}",
+                next_steps=self.answers.case_steps(product, case, self._report(product, case)),
+            )
+        return component
+
+    def includeComponent(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        def change(product: Product, case: Case) -> Draft:
+            component = self._component(product, case, params["componentId"])
+            if case.draft.is_included(component.id):
+                return case.draft
+            if not self.answers.includable(product, case.draft, component):
+                rivals = [
+                    c.id
+                    for c in product.components
+                    if c.group == component.group and case.draft.is_included(c.id)
+                ]
+                raise self._not_admissible(
+                    product,
+                    case,
+                    f"{component.id} excludes {', '.join(rivals)}: exclude that first "
+                    "(excludeComponent), then include this one",
+                )
+            return case.draft.with_included(product, component.id, True)
+
+        return self._edit(broker, params["caseId"], change)
+
+    def excludeComponent(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        def change(product: Product, case: Case) -> Draft:
+            component = self._component(product, case, params["componentId"])
+            if component.mandatory:
+                raise self._not_admissible(
+                    product, case, f"{component.id} is mandatory and cannot be excluded"
+                )
+            return case.draft.with_included(product, component.id, False)
+
+        return self._edit(broker, params["caseId"], change)
+
+    def setAttributes(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        def change(product: Product, case: Case) -> Draft:
+            base = draft_iri(self.insurer, case.case_id)
+            iris = node_iris(product, base)
+            known: dict[str, tuple[str, str, str]] = {}
+            for node in product.nodes:
+                for attribute in node.attributes:
+                    iri = attribute_iri(iris[node.id], attribute)
+                    known[iri] = (node.id, attribute.local_name, attribute.path)
+            changes: dict[tuple[str, str], Scalar] = {}
+            changed: set[tuple[str, str | None]] = set()
+            errors = []
+            for index, item in enumerate(body["bc:values"]):
+                target = known.get(item["bc:attribute"])
+                if target is None:
+                    errors.append(
+                        FieldError(
+                            f"/bc:values/{index}/bc:attribute",
+                            "no attribute of this draft; admissible: " + ", ".join(known),
+                        )
+                    )
+                    continue
+                changes[(target[0], target[1])] = item["p:value"]
+                changed.add((iris[target[0]], target[2]))
+            if errors:
+                raise Problem(
+                    "invalid-body",
+                    "the body names attributes the draft does not have",
+                    errors=errors,
+                    next_steps=self.answers.case_steps(product, case, self._report(product, case)),
+                )
+            draft = case.draft.with_attributes(changes)
+            report = validate_draft(product, draft, base)
+            offending = [r for r in report.results if (r.focus_node, r.path) in changed]
+            if offending:
+                raise Problem(
+                    "shape-violation",
+                    "a value is outside its admissible range; nothing was changed",
+                    extra={"bc:validationReport": Report(False, tuple(offending)).to_jsonld()},
+                    next_steps=self.answers.case_steps(product, case, self._report(product, case)),
+                )
+            return draft
+
+        return self._edit(broker, params["caseId"], change)
+
+    def _check_inclusions(self, product: Product, draft: Draft) -> None:
+        for component in product.components:
+            if component.mandatory and not draft.is_included(component.id):
+                raise Problem(
+                    "invalid-body",
+                    f"{component.id} is mandatory and must stay included",
+                    next_steps=self.answers.inquiry_steps(product),
+                )
+        groups: dict[str, list[str]] = {}
+        for component in product.components:
+            if component.group and draft.is_included(component.id):
+                groups.setdefault(component.group, []).append(component.id)
+        for members in groups.values():
+            if len(members) > 1:
+                raise Problem(
+                    "invalid-body",
+                    f"{' and '.join(members)} exclude each other; include at most one",
+                    next_steps=self.answers.inquiry_steps(product),
+                )
+
+    def calculatePremium(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        self._require_case_reads()
+        for _ in range(5):
+            product, case = self._case(broker, params["caseId"])
+            report = self._report(product, case)
+            if case.status == "offered":
+                raise self._not_admissible(
+                    product, case, "the business case has a binding offer; read it with readOffer"
+                )
+            if not report.conforms:
+                raise Problem(
+                    "draft-not-conforming",
+                    "the draft is not complete; the validation report says what is missing and the "
+                    "next steps how to complete it",
+                    extra={"bc:validationReport": report.to_jsonld()},
+                    next_steps=self.answers.case_steps(product, case, report),
+                )
+            premium = premium_jsonld(product, calculate(product.tariff, case.draft.tariff_input()))
+            calculated = replace(case, status="calculated", premium=premium, updated=_now())
+            if case.status == "calculated" and case.premium == premium:
+                return Answer(200, self.answers.case(product, case, report))
+            try:
+                stored = self.store.update_case(calculated, expected_version=case.version)
+            except EditConflict:
+                continue
+            return Answer(200, self.answers.case(product, stored, report))
+        raise Problem("edit-conflict", "the business case kept changing; read it and try again")
+
+    def createOffer(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        self._require_draft_at_server()
+        product, case = self._case(broker, params["caseId"])
+        if case.status != "calculated" or case.premium is None:
+            detail = (
+                "the business case already has a binding offer"
+                if case.status == "offered"
+                else "calculate the premium first (calculatePremium); an offer needs it"
+            )
+            raise self._not_admissible(product, case, detail)
+        report = self._report(product, case)
+        if not report.conforms:
+            raise Problem(
+                "draft-not-conforming",
+                "the draft does not conform; an offer needs a conforming draft",
+                extra={"bc:validationReport": report.to_jsonld()},
+                next_steps=self.answers.case_steps(product, case, report),
+            )
+        now = dt.datetime.now(dt.UTC)
+        offer_id = uuid.uuid4().hex[:20]
+        offer = Offer(
+            insurer=self.insurer.name,
+            offer_id=offer_id,
+            case_id=case.case_id,
+            broker=broker.id,
+            record={
+                "product": product.iri,
+                "premium": case.premium,
+                "draft": case.draft.to_dict(),
+                "validUntil": (now + OFFER_VALIDITY).date().isoformat(),
+            },
+            created=now.isoformat(timespec="seconds"),
+        )
+        offered = replace(case, status="offered", offer_id=offer_id, updated=_now())
+        try:
+            self.store.insert_offer(offer, offered, expected_version=case.version)
+        except EditConflict:
+            raise Problem(
+                "edit-conflict", "the business case changed meanwhile; read it and try again"
+            ) from None
+        location = self.answers.step("readOffer", "", {"offerId": offer_id})["bc:href"]
+        return Answer(201, self.answers.offer(offer), {"Location": location})
+
+    def readOffer(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        self._require_case_reads()
+        offer = self.store.get_offer(self.insurer.name, params["offerId"], broker.id)
+        if offer is None:
+            raise Problem(
+                "not-found",
+                f"there is no offer {params['offerId']!r} for you at {self.insurer.display_name}",
+                next_steps=self.answers.entry_steps(),
+            )
+        return Answer(200, self.answers.offer(offer))

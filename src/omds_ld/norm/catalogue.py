@@ -1,0 +1,240 @@
+"""The operation catalogue: every operation of the norm's OpenAPI file, with compiled validators."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from omds_ld.norm.problems import ProblemType, load_problem_types
+from omds_ld.norm.shapes import NodeShape, parse_shapes
+
+Kind = Literal["read", "create", "edit", "inquiry"]
+_REF = re.compile(r"^#/components/schemas/(?P<name>[^/]+)$")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A path, query or header parameter of an operation."""
+
+    name: str
+    location: Literal["path", "query", "header"]
+    required: bool
+    schema: Mapping[str, Any]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One violation of a JSON schema, located by a JSON pointer into the body."""
+
+    pointer: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the norm: how it is called and what kind of act it is."""
+
+    operation_id: str
+    method: str
+    path: str
+    summary: str
+    description: str
+    kind: Kind
+    draft: bool
+    destructive: bool
+    parameters: tuple[Parameter, ...]
+    request_schema: Mapping[str, Any] | None
+    body_required: bool
+    _validator: Draft202012Validator | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def takes_idempotency_key(self) -> bool:
+        """Whether the operation accepts an Idempotency-Key header."""
+        return any(p.name == "Idempotency-Key" for p in self.parameters)
+
+    @property
+    def path_parameters(self) -> tuple[Parameter, ...]:
+        return tuple(p for p in self.parameters if p.location == "path")
+
+    @property
+    def query_parameters(self) -> tuple[Parameter, ...]:
+        return tuple(p for p in self.parameters if p.location == "query")
+
+    def href(self, base: str, **params: str) -> str:
+        """The URL of this operation below ``base`` with its path parameters filled in."""
+        path = self.path
+        for name, value in params.items():
+            path = path.replace("{" + name + "}", value)
+        return base.rstrip("/") + path
+
+    def body_violations(self, body: Any) -> list[Violation]:
+        """Every violation of the request schema, each with its JSON pointer; empty if valid."""
+        if self._validator is None:
+            return []
+        found = [_violation(e) for e in self._validator.iter_errors(body)]
+        return sorted(found, key=lambda v: v.pointer)
+
+
+def _violation(error: ValidationError) -> Violation:
+    pointer = "".join(
+        "/" + str(part).replace("~", "~0").replace("/", "~1") for part in error.absolute_path
+    )
+    return Violation(pointer=pointer, detail=error.message)
+
+
+def bundle_schema(document: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A component schema in canonical form: self-contained, every reference bundled in ``$defs``.
+
+    References between component schemas become ``#/$defs/<name>``; a schema that refers to itself
+    (directly or through others) is bundled once, so cycles stay finite.
+    """
+    schemas: Mapping[str, Any] = document["components"]["schemas"]
+    needed: list[str] = []
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            out: dict[str, Any] = {}
+            for key, value in node.items():
+                match = _REF.match(value) if key == "$ref" and isinstance(value, str) else None
+                if match:
+                    ref = match.group("name")
+                    if ref not in needed:
+                        needed.append(ref)
+                    out[key] = f"#/$defs/{ref}"
+                else:
+                    out[key] = rewrite(value)
+            return out
+        if isinstance(node, list):
+            return [rewrite(item) for item in node]
+        return node
+
+    needed.append(name)
+    defs: dict[str, Any] = {}
+    index = 0
+    while index < len(needed):
+        current = needed[index]
+        defs[current] = rewrite(copy.deepcopy(schemas[current]))
+        index += 1
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$ref": f"#/$defs/{name}",
+        "$defs": defs,
+    }
+
+
+def _resolve_parameter(document: Mapping[str, Any], raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = raw.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/components/parameters/"):
+        resolved: Mapping[str, Any] = document["components"]["parameters"][ref.rsplit("/", 1)[1]]
+        return resolved
+    return raw
+
+
+def _parameter_schema(document: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        match = _REF.match(ref)
+        if match:
+            return dict(document["components"]["schemas"][match.group("name")])
+    return dict(schema)
+
+
+def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
+    for path, item in document["paths"].items():
+        for method, raw in item.items():
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            extension = raw.get("x-omds-ld", {})
+            parameters = []
+            for raw_param in raw.get("parameters", []):
+                param = _resolve_parameter(document, raw_param)
+                parameters.append(
+                    Parameter(
+                        name=param["name"],
+                        location=param["in"],
+                        required=bool(param.get("required", False)),
+                        schema=_parameter_schema(document, param.get("schema", {})),
+                        description=param.get("description", ""),
+                    )
+                )
+            request_schema: dict[str, Any] | None = None
+            body_required = False
+            validator = None
+            request_body = raw.get("requestBody")
+            if request_body:
+                body_required = bool(request_body.get("required", False))
+                content = request_body["content"]
+                media = content.get("application/ld+json") or next(iter(content.values()))
+                match = _REF.match(media["schema"]["$ref"])
+                if match is None:
+                    raise ValueError(f"{raw['operationId']}: request body must refer to a schema")
+                request_schema = bundle_schema(document, match.group("name"))
+                Draft202012Validator.check_schema(request_schema)
+                validator = Draft202012Validator(request_schema)
+            yield Operation(
+                operation_id=raw["operationId"],
+                method=method.upper(),
+                path=path,
+                summary=raw.get("summary", ""),
+                description=raw.get("description", "").strip(),
+                kind=extension["kind"],
+                draft=bool(extension.get("draft", False)),
+                destructive=bool(extension.get("destructive", False)),
+                parameters=tuple(parameters),
+                request_schema=request_schema,
+                body_required=body_required,
+                _validator=validator,
+            )
+
+
+class Norm:
+    """Everything the norm defines, loaded once: operations, validators, shapes, problem types."""
+
+    def __init__(self, openapi: Mapping[str, Any]) -> None:
+        self.openapi = openapi
+        self.operations: dict[str, Operation] = {}
+        for operation in _operations(openapi):
+            if operation.operation_id in self.operations:
+                raise ValueError(f"operationId {operation.operation_id} is not unique")
+            self.operations[operation.operation_id] = operation
+        self.problem_types: dict[str, ProblemType] = load_problem_types()
+
+    def operation(self, operation_id: str) -> Operation:
+        """The operation with this operationId; KeyError names the known ones."""
+        try:
+            return self.operations[operation_id]
+        except KeyError:
+            known = ", ".join(sorted(self.operations))
+            raise KeyError(f"unknown operation {operation_id!r}; known: {known}") from None
+
+    @cached_property
+    def shapes(self) -> dict[str, NodeShape]:
+        """The norm's own shapes (of request bodies), by IRI."""
+        return parse_shapes(_data_text("shapes.ttl"))
+
+    @cached_property
+    def vocabulary_turtle(self) -> str:
+        return _data_text("vocab.ttl")
+
+
+def _data_text(name: str) -> str:
+    return resources.files("omds_ld.norm").joinpath("data", name).read_text("utf-8")
+
+
+def load_norm(openapi_path: Path | None = None) -> Norm:
+    """Load the norm from package data, or from another version of the OpenAPI file."""
+    text = _data_text("openapi.yaml") if openapi_path is None else openapi_path.read_text("utf-8")
+    document = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    return Norm(document)

@@ -1,0 +1,116 @@
+"""Real servers for tests: ``omds-ld serve`` as a subprocess on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class ExampleServer:
+    """``omds-ld serve`` in a subprocess, on its own SQLite file; restartable."""
+
+    database: Path
+    extra_args: Sequence[str] = ()
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    log: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def api(self, insurer: str) -> str:
+        return f"{self.url}/omds-ld/insurers/{insurer}/api"
+
+    def start(self) -> None:
+        self.log = self.database.with_suffix(".log")
+        command = [
+            sys.executable, "-m", "omds_ld.cli", "serve",
+            "--port", str(self.port), "--database", str(self.database),
+            "--log-level", "warning", *self.extra_args,
+        ]  # fmt: skip
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise RuntimeError(f"server did not start: {self.log.read_text()}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def snapshot(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Every row of every business table, read from the SQLite file itself."""
+        with sqlite3.connect(self.database) as db:
+            return {
+                table: sorted(db.execute(f"SELECT * FROM {table}").fetchall())
+                for table in ("cases", "offers")
+            }
+
+
+def step(answer: Mapping[str, Any], operation: str, **match: str) -> dict[str, Any]:
+    """The next step of an answer with this operation (and these parameters); fails if none."""
+    for candidate in answer["bc:nextStep"]:
+        if candidate["bc:operation"] != operation:
+            continue
+        params = candidate.get("bc:parameters", {})
+        if all(params.get(k) == v for k, v in match.items()):
+            return dict(candidate)
+    offered = [s["bc:operation"] for s in answer["bc:nextStep"]]
+    raise AssertionError(f"{operation} {match} is not offered; next steps: {offered}")
+
+
+def call(
+    client: httpx.Client,
+    server: ExampleServer,
+    next_step: Mapping[str, Any],
+    body: Any = None,
+    headers: Mapping[str, str] | None = None,
+) -> httpx.Response:
+    """Call a next step exactly as the answer describes it: its method and href."""
+    query = {
+        k: v for k, v in next_step.get("bc:parameters", {}).items() if k in ("offset", "limit")
+    }
+    return client.request(
+        next_step["bc:method"],
+        server.url + next_step["bc:href"],
+        params=query,
+        json=body,
+        headers={"Content-Type": "application/ld+json", **(headers or {})},
+    )

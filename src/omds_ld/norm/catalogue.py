@@ -15,7 +15,10 @@ from typing import Any, Literal
 import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from rdflib import RDFS, Graph
+from rdflib import Literal as RdfLiteral
 
+from omds_ld.norm.jsonld import expand_curie
 from omds_ld.norm.problems import ProblemType, load_problem_types
 from omds_ld.norm.shapes import NodeShape, parse_shapes
 
@@ -225,8 +228,21 @@ class Norm:
         return parse_shapes(_data_text("shapes.ttl"))
 
     @cached_property
-    def vocabulary_turtle(self) -> str:
-        return _data_text("vocab.ttl")
+    def vocabulary(self) -> dict[str, dict[str, str]]:
+        """Every term of the norm's vocabulary (full IRI) with its labels by language."""
+        graph = Graph().parse(data=_data_text("vocab.ttl"), format="turtle")
+        labels: dict[str, dict[str, str]] = {}
+        for subject, label in graph.subject_objects(RDFS.label):
+            if isinstance(label, RdfLiteral):
+                labels.setdefault(str(subject), {})[label.language or "en"] = str(label)
+        return labels
+
+    def term(self, name: str) -> tuple[str, dict[str, str]]:
+        """A term of the norm (CURIE or IRI) resolved to its IRI and labels; KeyError if unknown."""
+        iri = expand_curie(name)
+        if iri not in self.vocabulary:
+            raise KeyError(f"{name} is no term of the norm's vocabulary")
+        return iri, self.vocabulary[iri]
 
 
 def _data_text(name: str) -> str:

@@ -1,0 +1,87 @@
+"""The norm's files: operations an agent can use, schemas that validate, a context loaded locally."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from pyld import jsonld
+
+from omds_ld.norm import load_norm
+from omds_ld.norm.jsonld import CONTEXT_URL, RemoteContextRefused, document_loader, expand
+
+NORM = load_norm()
+REQUIRED = {
+    "readProcessKnowledge", "listProducts", "readProduct", "readShape", "readDefaultInstance",
+    "inquireTariff", "createCalculation", "readCalculation", "createRiskObject",
+    "updateRiskObject", "deleteRiskObject", "includeComponent", "excludeComponent",
+    "setAttributes", "validateCalculation", "calculatePremium", "createOffer",
+}  # fmt: skip
+
+
+def test_every_required_operation_is_in_the_norm() -> None:
+    assert set(NORM.operations) >= REQUIRED
+
+
+@pytest.mark.parametrize("operation_id", sorted(NORM.operations))
+def test_operation_is_described_for_an_agent(operation_id: str) -> None:
+    operation = NORM.operation(operation_id)
+    assert len(operation.description) > 40
+    assert operation.kind in {"read", "create", "edit", "inquiry"}
+    if operation.kind in {"create", "edit"}:
+        assert operation.takes_idempotency_key
+    raw = NORM.openapi["paths"][operation.path][operation.method.lower()]
+    for status, response in raw["responses"].items():
+        if int(status) >= 400:
+            ref = response["$ref"].rsplit("/", 1)[-1]
+            assert (
+                "application/problem+json"
+                in NORM.openapi["components"]["responses"][ref]["content"]
+            )
+
+
+def test_draft_operations_are_marked() -> None:
+    draft = {o.operation_id for o in NORM.operations.values() if o.draft}
+    assert {"createCalculation", "createRiskObject", "calculatePremium", "createOffer"} <= draft
+    assert not {"listProducts", "readDefaultInstance", "inquireTariff"} & draft
+
+
+def test_request_schemas_are_self_contained_even_with_cycles() -> None:
+    schema = NORM.operation("inquireTariff").request_schema
+    assert schema is not None
+    text = json.dumps(schema)
+    assert "#/components/" not in text
+    assert "Instance" in schema["$defs"]
+    Draft202012Validator.check_schema(schema)
+    nested: dict[str, Any] = {"p:instanceOf": "https://x.example/p"}
+    nested = {"p:instanceOf": "https://x.example/p", "p:hasPart": [nested, {"p:hasPart": []}]}
+    violations = NORM.operation("inquireTariff").body_violations({"p:instance": nested})
+    assert [v.pointer for v in violations] == ["/p:instance/p:hasPart/1"]
+
+
+def test_every_problem_type_has_a_status_and_titles() -> None:
+    for kind in NORM.problem_types.values():
+        assert kind.uri.startswith("https://w3id.org/omds-ld/problems/")
+        assert 400 <= kind.status < 600
+        assert kind.title_de and kind.title_en
+
+
+def test_context_is_loaded_locally_and_nothing_else_is_fetched() -> None:
+    expanded = expand(
+        {"@context": CONTEXT_URL, "@id": "https://x.example/c", "bc:target": "https://x.example/t"}
+    )
+    assert expanded[0]["https://w3id.org/omds-ld/bc#target"] == [{"@id": "https://x.example/t"}]
+    with pytest.raises(RemoteContextRefused):
+        document_loader("https://example.org/other-context.jsonld")
+    with pytest.raises(jsonld.JsonLdError):
+        expand({"@context": "https://example.org/other.jsonld", "x": 1})
+
+
+def test_norm_terms_resolve_to_labels_in_german_and_english() -> None:
+    iri, labels = NORM.term("pk:draftAtServer")
+    assert iri == "https://w3id.org/omds-ld/pk#draftAtServer"
+    assert labels == {"de": "Entwurf am Server", "en": "draft at the server"}
+    for labels in NORM.vocabulary.values():
+        assert set(labels) == {"de", "en"}

@@ -264,6 +264,9 @@ class Answers:
                     {"offset": str(next_offset), "limit": str(limit)},
                 )
             )
+        if not window:
+            # past the end: lead back to the first window, so an agent can always go on
+            steps.append(self.step("listProducts", f"{self.insurer.base}products", {"offset": "0"}))
         body = {
             "@id": f"{self.insurer.base}products",
             "pk:insurer": self.insurer.display_name,

@@ -302,15 +302,13 @@ def create_app(
     }
     routes: list[BaseRoute] = []
     for name, service in services.items():
+        by_path: dict[str, dict[str, OperationEndpoint]] = {}
         for operation in norm.operations.values():
             endpoint = OperationEndpoint(config, service, operation)
+            by_path.setdefault(operation.path, {})[operation.method] = endpoint
+        for path, endpoints in by_path.items():
             routes.append(
-                Route(
-                    api_base(name) + operation.path,
-                    endpoint.respond,
-                    methods=[operation.method],
-                    name=f"{name}.{operation.operation_id}",
-                )
+                Route(api_base(name) + path, _dispatch(endpoints), methods=list(endpoints))
             )
         routes.append(Route(api_base(name) + "/openapi.json", _static(_openapi_for(norm, name))))
 
@@ -351,6 +349,18 @@ def create_app(
     app.state.store = store
     app.state.services = services
     return app
+
+
+def _dispatch(
+    endpoints: Mapping[str, OperationEndpoint],
+) -> Callable[[Request], Awaitable[Response]]:
+    """One route per path, so that a wrong method is answered with every method the path has."""
+
+    async def endpoint(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await endpoints[method].respond(request)
+
+    return endpoint
 
 
 def _static(body: Any, media: str = "application/json") -> Callable[[Request], Awaitable[Response]]:

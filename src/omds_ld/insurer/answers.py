@@ -90,6 +90,7 @@ class Answers:
         parameters: Mapping[str, str] | None = None,
         expects: Sequence[str] = (),
         label: str | None = None,
+        body: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One next step: the operation, the IRI it acts on, how to call it, what body it expects."""
         operation = self.norm.operation(operation_id)
@@ -105,6 +106,8 @@ class Answers:
             out["bc:parameters"] = params
         if expects:
             out["bc:expects"] = list(expects)
+        if body is not None:
+            out["bc:body"] = dict(body)
         out["bc:method"] = operation.method
         path_params = {k: v for k, v in params.items() if "{" + k + "}" in operation.path}
         out["bc:href"] = operation.href(self.api_base, **path_params)
@@ -125,7 +128,7 @@ class Answers:
                 "createCalculation",
                 product.iri,
                 expects=[NORM_SHAPES + "CalculationRequestShape"],
-                label=f"p:hasRootProduct = {product.iri}",
+                body={"p:hasRootProduct": product.iri},
             )
         else:
             first = self.step("readDefaultInstance", product.iri, {"productId": product.id})

@@ -120,9 +120,14 @@ def _report(conforms: bool, results_graph: Graph) -> Report:
             )
         )
     results.sort(key=lambda r: (r.focus_node, r.path or "", r.constraint))
-    clean = [
-        Result(r.focus_node, r.path, r.messages, r.constraint, _jsonable(r.value)) for r in results
-    ]
+    clean: list[Result] = []
+    seen: set[tuple[str, str | None, tuple[tuple[str, str], ...]]] = set()
+    for r in results:
+        # one value may break several constraints of a field that share one message: say it once
+        key = (r.focus_node, r.path, tuple(sorted(r.messages.items())))
+        if key not in seen:
+            seen.add(key)
+            clean.append(Result(r.focus_node, r.path, r.messages, r.constraint, _jsonable(r.value)))
     return Report(conforms=conforms, results=tuple(clean))
 
 

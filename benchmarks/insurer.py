@@ -1,0 +1,177 @@
+"""Latency and throughput of the example insurer's interface, against a baseline in the same run.
+
+Starts ``omds-ld serve`` (one uvicorn worker) on a free loopback port with a fresh SQLite file and
+measures, over real HTTP with keep-alive:
+
+- p50/p95 of calculatePremium (Pfefferminzia, SHACL validation of the whole draft included),
+- p50/p95 of inquireTariff (Disrupto, SHACL included),
+- the same for GET /healthz, the baseline: what the HTTP stack alone costs on this machine,
+- the in-process cost of one SHACL validation of the draft, to show where the time goes,
+- requests per second on the one worker, sequentially and with 8 concurrent clients.
+
+Run: ``python benchmarks/insurer.py [--requests N]``. Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.servers import ExampleServer
+
+SKODA = {
+    "@type": "p:Vehicle",
+    "p:make": "Skoda",
+    "p:yearOfConstruction": 2021,
+    "p:powerKw": 110,
+    "p:listPrice": 32000,
+    "p:licensePlate": "W-12345A",
+}
+
+
+def percentile(samples: list[float], share: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def measure(label: str, send: Callable[[], httpx.Response], count: int) -> dict[str, float]:
+    for _ in range(20):
+        send().raise_for_status()
+    samples = []
+    started = time.perf_counter()
+    for _ in range(count):
+        t0 = time.perf_counter()
+        send().raise_for_status()
+        samples.append((time.perf_counter() - t0) * 1000)
+    elapsed = time.perf_counter() - started
+    row = {
+        "p50": statistics.median(samples),
+        "p95": percentile(samples, 0.95),
+        "rps": count / elapsed,
+    }
+    print(
+        f"  {label:<34} p50 {row['p50']:7.2f} ms   p95 {row['p95']:7.2f} ms   {row['rps']:7.0f} req/s"
+    )
+    return row
+
+
+async def concurrent_rps(
+    method: str, url: str, body: object, clients: int, seconds: float
+) -> float:
+    done = 0
+    deadline = time.perf_counter() + seconds
+
+    async def worker(http: httpx.AsyncClient) -> None:
+        nonlocal done
+        while time.perf_counter() < deadline:
+            (await http.request(method, url, json=body)).raise_for_status()
+            done += 1
+
+    limits = httpx.Limits(max_connections=clients)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as http:
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(http) for _ in range(clients)))
+        return done / (time.perf_counter() - started)
+
+
+def shacl_in_process(count: int) -> float:
+    from omds_ld.insurer.data import load_insurers
+    from omds_ld.insurer.draft import Draft, RiskObject
+    from omds_ld.insurer.validation import validate_draft
+    from omds_ld.norm.jsonld import expand_curie
+
+    product = load_insurers()["pfefferminzia"].products["kraftfahrt-2025"]
+    values = {expand_curie(k): v for k, v in SKODA.items() if k != "@type"}
+    draft = Draft.default(product).with_risk_object(
+        RiskObject("1", expand_curie("p:Vehicle"), values)
+    )
+    for _ in range(20):
+        validate_draft(product, draft, "https://pfefferminzia.example/cases/x/draft")
+    samples = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        validate_draft(product, draft, "https://pfefferminzia.example/cases/x/draft")
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=500, help="requests per measurement")
+    parser.add_argument("--seconds", type=float, default=5.0, help="duration of the concurrent run")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as folder:
+        server = ExampleServer(Path(folder) / "bench.sqlite3")
+        server.start()
+        try:
+            with httpx.Client(timeout=30) as http:
+                pf = server.api("pfefferminzia")
+                case = http.post(
+                    f"{pf}/calculations",
+                    json={
+                        "p:hasRootProduct": "https://pfefferminzia.example/products/kraftfahrt-2025"
+                    },
+                ).json()
+                premium_url = f"{pf}/calculations/{case['bc:caseId']}/premium"
+                http.post(f"{pf}/calculations/{case['bc:caseId']}/risk-objects", json=SKODA)
+                dis = server.api("disrupto")
+                body = http.get(f"{dis}/products/kraftfahrt-2022/default-instance").json()[
+                    "bc:body"
+                ]
+                body["p:instance"]["p:hasRiskObject"] = [SKODA]
+                inquiry_url = f"{dis}/tariff-inquiries"
+
+                print(
+                    f"omds-ld example server, one worker, {args.requests} sequential requests each"
+                )
+                base = measure(
+                    "GET /healthz (baseline)",
+                    lambda: http.get(server.url + "/healthz"),
+                    args.requests,
+                )
+                read = measure("listProducts", lambda: http.get(f"{pf}/products"), args.requests)
+                calc = measure(
+                    "calculatePremium (SHACL incl.)", lambda: http.post(premium_url), args.requests
+                )
+                inq = measure(
+                    "inquireTariff (SHACL incl.)",
+                    lambda: http.post(inquiry_url, json=body),
+                    args.requests,
+                )
+            shacl = shacl_in_process(args.requests)
+            print(f"  {'SHACL validation of a draft':<34} p50 {shacl:7.2f} ms   (in process)")
+            print(f"concurrent, 8 clients, {args.seconds:.0f} s each")
+            for label, method, url, payload in (
+                ("calculatePremium", "POST", premium_url, None),
+                ("inquireTariff", "POST", inquiry_url, body),
+            ):
+                rps = asyncio.run(concurrent_rps(method, url, payload, 8, args.seconds))
+                print(f"  {label:<34} {rps:7.0f} req/s")
+            print("over the baseline (p50):")
+            for label, row in (
+                ("listProducts", read),
+                ("calculatePremium", calc),
+                ("inquireTariff", inq),
+            ):
+                print(
+                    f"  {label:<34} +{row['p50'] - base['p50']:6.2f} ms   x{row['p50'] / base['p50']:5.1f}"
+                )
+            target = "met" if calc["p50"] < 10 else "missed"
+            print(f"target calculatePremium p50 < 10 ms: {target} ({calc['p50']:.2f} ms)")
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -27,16 +27,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.insurer.test_flows import SKODA
 from tests.servers import ExampleServer
-
-SKODA = {
-    "@type": "p:Vehicle",
-    "p:make": "Skoda",
-    "p:yearOfConstruction": 2021,
-    "p:powerKw": 110,
-    "p:listPrice": 32000,
-    "p:licensePlate": "W-12345A",
-}
 
 
 def percentile(samples: list[float], share: float) -> float:

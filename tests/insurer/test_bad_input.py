@@ -134,6 +134,10 @@ CASES: dict[str, tuple[str, int, bool, Request]] = {
         "draft-not-conforming", 409, False,
         lambda c, api, case: c.post(f"{api}/calculations/{case['bc:caseId']}/premium"),
     ),
+    "offer from a draft that does not conform": (
+        "draft-not-conforming", 409, False,
+        lambda c, api, case: c.post(f"{api}/calculations/{case['bc:caseId']}/offers"),
+    ),
     "offer before the premium": (
         "operation-not-admissible", 409, True,
         lambda c, api, case: c.post(f"{api}/calculations/{case['bc:caseId']}/offers"),

@@ -74,6 +74,7 @@ def test_pfefferminzia_skoda_premium_follows_next_steps(
     assert priced.status_code == 200, priced.text
     case = priced.json()
     assert case["bc:status"] == "calculated"
+    assert case["bc:validationReport"]["sh:conforms"] is True
     premium = case["bc:premium"]
 
     liability = Decimal("380.00") * Decimal("1.20") * Decimal("1.00") * Decimal("1.15")
@@ -155,6 +156,7 @@ def test_angloamerican_household_premium_follows_next_steps(
     assert case["bc:validationReport"]["sh:conforms"] is True
     priced = call(client, server, step(case, "calculatePremium"))
     assert priced.status_code == 200, priced.text
+    assert priced.json()["bc:validationReport"]["sh:conforms"] is True
     buildings = Decimal("0.0009") * 300000 * Decimal("1.00") * Decimal("1.00")
     contents = Decimal("0.0021") * 50000 * Decimal("1.00")
     expected = gross([(buildings, Decimal("0.11")), (contents, Decimal("0.11"))])

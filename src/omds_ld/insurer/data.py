@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from rdflib import Graph, URIRef
+from rdflib import RDFS, Graph, URIRef
 
+from omds_ld.insurer.shacl import ShapeValidator
 from omds_ld.insurer.tariff import Tariff
 from omds_ld.norm.jsonld import P
 from omds_ld.norm.shapes import SH, Field, NodeShape, shapes_from_graph
@@ -74,8 +75,8 @@ class Product:
     components: tuple[Component, ...]
     risk_object: RiskObjectSpec
     tariff: Tariff
-    shapes_graph: Graph
-    risk_shapes_graph: Graph
+    validator: ShapeValidator
+    risk_validator: ShapeValidator
 
     def component(self, component_id: str) -> Component | None:
         if component_id == "":
@@ -119,8 +120,13 @@ class Insurer:
         return next((s for s in self.shapes.values() if s.local_name == name), None)
 
 
+# Annotations that describe a field to people but constrain nothing. pySHACL scans every
+# predicate of every shape on every validation, so the graph it validates with leaves them out.
+_ANNOTATIONS = {SH.name, SH.description, SH.order, SH.defaultValue, RDFS.label, RDFS.comment}
+
+
 def _subgraph(graph: Graph, shape_iris: list[str]) -> Graph:
-    """The triples that describe the given shapes, blank nodes and lists included."""
+    """The triples that validate with the given shapes (blank nodes and lists included)."""
     out = Graph()
     for prefix, namespace in graph.namespaces():
         out.bind(prefix, namespace)
@@ -132,6 +138,8 @@ def _subgraph(graph: Graph, shape_iris: list[str]) -> Graph:
             continue
         seen.add(node)
         for s, p, o in graph.triples((node, None, None)):
+            if p in _ANNOTATIONS:
+                continue
             out.add((s, p, o))
             if not isinstance(o, URIRef) or p in (SH.property,):
                 todo.append(o)
@@ -191,8 +199,8 @@ def _product(
             max_count=risk_field.max_count,
         ),
         tariff=Tariff.parse(raw["tariff"]),
-        shapes_graph=_subgraph(graph, [*needed, risk_shape.iri]),
-        risk_shapes_graph=_subgraph(graph, [risk_shape.iri]),
+        validator=ShapeValidator(_subgraph(graph, [*needed, risk_shape.iri])),
+        risk_validator=ShapeValidator(_subgraph(graph, [risk_shape.iri])),
     )
 
 

@@ -415,20 +415,22 @@ class InsurerService:
     def createOffer(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
         self._require_draft_at_server()
         product, case = self._case(broker, params["caseId"])
-        if case.status != "calculated" or case.premium is None:
-            detail = (
-                "the business case already has a binding offer"
-                if case.status == "offered"
-                else "calculate the premium first (calculatePremium); an offer needs it"
+        if case.status == "offered":
+            raise self._not_admissible(
+                product, case, "the business case already has a binding offer"
             )
-            raise self._not_admissible(product, case, detail)
         report = self._report(product, case)
         if not report.conforms:
             raise Problem(
                 "draft-not-conforming",
-                "the draft does not conform; an offer needs a conforming draft",
+                "the draft does not conform; an offer needs a complete, conforming draft with its "
+                "premium calculated",
                 extra={"bc:validationReport": report.to_jsonld()},
                 next_steps=self.answers.case_steps(product, case, report),
+            )
+        if case.status != "calculated" or case.premium is None:
+            raise self._not_admissible(
+                product, case, "calculate the premium first (calculatePremium); an offer needs it"
             )
         now = dt.datetime.now(dt.UTC)
         offer_id = uuid.uuid4().hex[:20]

@@ -2,56 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-
-from pyshacl import validate
-from rdflib import RDF, Graph, Literal, URIRef
+from rdflib import RDF, Graph, URIRef
 
 from omds_ld.insurer.data import Product
 from omds_ld.insurer.draft import Draft, RiskObject
-from omds_ld.norm.jsonld import P, compact_iri
-from omds_ld.norm.shapes import SH, NodeShape, to_literal
+from omds_ld.insurer.shacl import Report, Result
+from omds_ld.norm.jsonld import P
+from omds_ld.norm.shapes import NodeShape, to_literal
+
+__all__ = ["Report", "Result", "draft_graph", "validate_draft", "validate_risk_object"]
 
 HAS_PART = URIRef(P + "hasPart")
 HAS_RISK_OBJECT = URIRef(P + "hasRiskObject")
-
-
-@dataclass(frozen=True)
-class Result:
-    """One violation: where (focus node, path), what (messages in German and English)."""
-
-    focus_node: str
-    path: str | None
-    messages: Mapping[str, str]
-    constraint: str
-    value: Any = None
-
-
-@dataclass(frozen=True)
-class Report:
-    """A SHACL validation report."""
-
-    conforms: bool
-    results: tuple[Result, ...]
-
-    def to_jsonld(self) -> dict[str, Any]:
-        results = []
-        for r in self.results:
-            out: dict[str, Any] = {
-                "@type": "sh:ValidationResult",
-                "sh:focusNode": r.focus_node,
-                "sh:resultSeverity": "sh:Violation",
-                "sh:sourceConstraintComponent": compact_iri(r.constraint),
-                "sh:resultMessage": dict(r.messages),
-            }
-            if r.path:
-                out["sh:resultPath"] = compact_iri(r.path)
-            if r.value is not None:
-                out["sh:value"] = r.value
-            results.append(out)
-        return {"@type": "sh:ValidationReport", "sh:conforms": self.conforms, "sh:result": results}
 
 
 def node_iris(product: Product, base_iri: str) -> dict[str, str]:
@@ -99,58 +61,13 @@ def draft_graph(product: Product, draft: Draft, base_iri: str) -> Graph:
     return graph
 
 
-def _report(conforms: bool, results_graph: Graph) -> Report:
-    results = []
-    for node in results_graph.subjects(RDF.type, SH.ValidationResult):
-        messages: dict[str, str] = {}
-        for message in results_graph.objects(node, SH.resultMessage):
-            if isinstance(message, Literal):
-                messages.setdefault(message.language or "en", str(message))
-        messages.setdefault("en", "constraint violated")
-        messages.setdefault("de", messages["en"])
-        path = results_graph.value(node, SH.resultPath)
-        value = results_graph.value(node, SH.value)
-        results.append(
-            Result(
-                focus_node=str(results_graph.value(node, SH.focusNode)),
-                path=str(path) if isinstance(path, URIRef) else None,
-                messages=messages,
-                constraint=str(results_graph.value(node, SH.sourceConstraintComponent)),
-                value=value.toPython() if isinstance(value, Literal) else None,
-            )
-        )
-    results.sort(key=lambda r: (r.focus_node, r.path or "", r.constraint))
-    clean: list[Result] = []
-    seen: set[tuple[str, str | None, tuple[tuple[str, str], ...]]] = set()
-    for r in results:
-        # one value may break several constraints of a field that share one message: say it once
-        key = (r.focus_node, r.path, tuple(sorted(r.messages.items())))
-        if key not in seen:
-            seen.add(key)
-            clean.append(Result(r.focus_node, r.path, r.messages, r.constraint, _jsonable(r.value)))
-    return Report(conforms=conforms, results=tuple(clean))
-
-
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
-
-
-def _run(data: Graph, shapes: Graph) -> Report:
-    conforms, results_graph, _ = validate(
-        data, shacl_graph=shapes, advanced=False, inference="none"
-    )
-    return _report(bool(conforms), results_graph)
-
-
 def validate_draft(product: Product, draft: Draft, base_iri: str) -> Report:
     """Validate a whole draft against its product's shapes."""
-    return _run(draft_graph(product, draft, base_iri), product.shapes_graph)
+    return product.validator.validate(draft_graph(product, draft, base_iri))
 
 
 def validate_risk_object(product: Product, risk_object: RiskObject, iri: str) -> Report:
     """Validate one risk object against the product's risk object shape only."""
     graph = Graph()
     _add_risk_object(graph, product.risk_object.shape, iri, risk_object)
-    return _run(graph, product.risk_shapes_graph)
+    return product.risk_validator.validate(graph)

@@ -1,0 +1,121 @@
+"""Tools from the norm's operations: names, descriptions, input schemas and annotations."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from omds_ld.norm import Norm, Operation
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+@dataclass(frozen=True)
+class Annotations:
+    """The MCP tool annotations an operation's kind implies."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: the operation it calls and the schema of its arguments."""
+
+    operation: Operation
+    input_schema: Mapping[str, Any]
+    annotations: Annotations
+
+    @property
+    def name(self) -> str:
+        return self.operation.operation_id
+
+    @property
+    def title(self) -> str:
+        return self.operation.summary or self.name
+
+    @property
+    def description(self) -> str:
+        return self.operation.description
+
+
+def annotations_for(operation: Operation) -> Annotations:
+    """Hints from the norm: GETs and inquiries outside a draft keep no state; PUT, PATCH,
+    DELETE and inquiries may be repeated; destructive where ``x-omds-ld`` says so."""
+    read_only = operation.method == "GET" or (operation.kind == "inquiry" and not operation.draft)
+    idempotent = (
+        read_only or operation.kind == "inquiry" or operation.method in {"PUT", "PATCH", "DELETE"}
+    )
+    return Annotations(
+        read_only=read_only, destructive=operation.destructive, idempotent=idempotent
+    )
+
+
+def input_schema(operation: Operation) -> dict[str, Any]:
+    """The tool's arguments: path and query parameters, ``body``, ``idempotencyKey``, ``full``.
+
+    The request schema keeps its canonical form; its ``$defs`` move to the root of the input
+    schema so that every ``#/$defs/...`` reference resolves there.
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    defs: dict[str, Any] = {}
+    for parameter in (*operation.path_parameters, *operation.query_parameters):
+        described = copy.deepcopy(dict(parameter.schema))
+        if parameter.description:
+            described["description"] = parameter.description
+        properties[parameter.name] = described
+        if parameter.required:
+            required.append(parameter.name)
+    if operation.request_schema is not None:
+        bundled = copy.deepcopy(dict(operation.request_schema))
+        defs = bundled.get("$defs", {})
+        properties["body"] = {
+            "$ref": bundled["$ref"],
+            "description": (
+                "the JSON-LD body; @context and @type are added when missing, and the body is "
+                "checked against this schema before the insurer is called"
+            ),
+        }
+        if operation.body_required:
+            required.append("body")
+    if operation.takes_idempotency_key:
+        properties["idempotencyKey"] = {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+            "pattern": "^[!-~]+$",
+            "description": (
+                "optional; a retry with the same key gets the first answer and changes nothing"
+            ),
+        }
+    properties["full"] = {
+        "type": "boolean",
+        "default": False,
+        "description": "also return the insurer's complete JSON-LD answer",
+    }
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+def tools(norm: Norm, draft_at_server: bool) -> list[ToolSpec]:
+    """Every tool of the norm; the draft's tools only where the insurer keeps the draft."""
+    return [
+        ToolSpec(op, input_schema(op), annotations_for(op))
+        for op in norm.operations.values()
+        if draft_at_server or not op.draft
+    ]
+
+
+def by_name(specs: Iterable[ToolSpec]) -> dict[str, ToolSpec]:
+    return {spec.name: spec for spec in specs}

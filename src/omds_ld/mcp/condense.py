@@ -1,0 +1,597 @@
+"""Condensed answers: the insurer's JSON-LD answer cut down to what a model needs for its next move.
+
+A pure function of the answer. The model gets the business case; the draft as a tree with the IRIs of
+its nodes and what can be included; attributes with value and admissible range; risk objects and the
+validation report; the premium; the next steps as "tool · target · expected shapes"; and the fields of
+every shape a next step expects. As compact text, and as ``structuredContent`` matching
+``OUTPUT_SCHEMA``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from omds_ld.mcp.scope import PRECISION_SCHEMA, Precision, bound, window
+
+MAX_VIOLATIONS = 20
+MAX_NEXT_STEPS = 30
+MAX_PRODUCTS = 50
+
+_OBJECT = {"type": "object"}
+_ARRAY = {"type": "array"}
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["operation", "insurer", "provenance"],
+    "properties": {
+        "operation": {"type": "string"},
+        "insurer": {"type": "string"},
+        "status": {"type": "integer"},
+        "case": _OBJECT,
+        "offer": _OBJECT,
+        "processKnowledge": _OBJECT,
+        "products": _ARRAY,
+        "product": _OBJECT,
+        "draft": _OBJECT,
+        "riskObjects": _ARRAY,
+        "validation": _OBJECT,
+        "premium": _OBJECT,
+        "body": _OBJECT,
+        "shape": _OBJECT,
+        "window": PRECISION_SCHEMA,
+        "nextSteps": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["tool", "target"],
+                "properties": {
+                    "tool": {"type": "string"},
+                    "target": {"type": "string"},
+                    "arguments": _OBJECT,
+                    "expects": {"type": "array", "items": {"type": "string"}},
+                    "body": _OBJECT,
+                    "label": {"type": "string"},
+                },
+            },
+        },
+        "nextStepsScope": PRECISION_SCHEMA,
+        "shapes": _ARRAY,
+        "problem": _OBJECT,
+        "full": _OBJECT,
+        "provenance": {
+            "type": "object",
+            "required": ["insurer", "operation", "url", "time", "fromCache"],
+            "properties": {
+                "insurer": {"type": "string"},
+                "operation": {"type": "string"},
+                "url": {"type": "string"},
+                "time": {"type": "string"},
+                "fromCache": {"type": "boolean"},
+                "durationMs": {"type": "number"},
+            },
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Condensed:
+    """What the model sees (text) and what a program reads (structured)."""
+
+    text: str
+    structured: dict[str, Any]
+
+
+def label(value: Any, language: str) -> str:
+    """A label in the wanted language, else English, else any."""
+    if isinstance(value, Mapping):
+        for key in (language, "en", "de"):
+            if key in value:
+                return str(value[key])
+        return str(next(iter(value.values()), ""))
+    return "" if value is None else str(value)
+
+
+def local(iri: str) -> str:
+    return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
+
+
+def _range(field: Mapping[str, Any]) -> str:
+    parts = []
+    datatype = field.get("sh:datatype")
+    if datatype:
+        parts.append(local(str(datatype)).replace("xsd:", ""))
+    if "sh:in" in field:
+        parts.append("one of " + ", ".join(str(v) for v in field["sh:in"]))
+    low, high = field.get("sh:minInclusive"), field.get("sh:maxInclusive")
+    if low is not None or high is not None:
+        parts.append(f"{'' if low is None else low}..{'' if high is None else high}")
+    if field.get("sh:minLength") is not None or field.get("sh:maxLength") is not None:
+        parts.append(f"length {field.get('sh:minLength', 0)}..{field.get('sh:maxLength', '')}")
+    if field.get("sh:pattern"):
+        parts.append(f"pattern {field['sh:pattern']}")
+    if field.get("sh:nodeKind") == "sh:IRI":
+        parts.append("IRI")
+    if field.get("sh:class"):
+        parts.append(f"a {field['sh:class']}")
+    return ", ".join(parts)
+
+
+def _range_struct(field: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, name in (
+        ("sh:datatype", "type"),
+        ("sh:in", "in"),
+        ("sh:minInclusive", "min"),
+        ("sh:maxInclusive", "max"),
+        ("sh:minLength", "minLength"),
+        ("sh:maxLength", "maxLength"),
+        ("sh:pattern", "pattern"),
+        ("sh:class", "class"),
+    ):
+        if key in field:
+            out[name] = field[key]
+    return out
+
+
+class _Writer:
+    """Collects the text and the structured form side by side."""
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+        self.lines: list[str] = []
+        self.data: dict[str, Any] = {}
+        self.base: str | None = None
+
+    def abbreviate_below(self, base: str) -> None:
+        """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""
+        self.base = base.rstrip("/")
+        self.line(f"~ = {self.base}")
+
+    def iri(self, iri: Any) -> str:
+        text = str(iri)
+        if self.base and (text == self.base or text.startswith(self.base + "/")):
+            return "~" + text[len(self.base) :]
+        return text
+
+    def line(self, text: str = "", indent: int = 0) -> None:
+        self.lines.append("  " * indent + text)
+
+    # parts of answers
+
+    def _attribute_data(self, attribute: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "iri": attribute["@id"],
+            "property": attribute.get("p:property"),
+            "label": label(attribute.get("rdfs:label"), self.language),
+            "value": attribute.get("p:value"),
+            "required": attribute.get("p:required", False),
+            "range": _range_struct(attribute),
+        }
+
+    def attribute(self, attribute: Mapping[str, Any], indent: int) -> dict[str, Any]:
+        name = label(attribute.get("rdfs:label"), self.language)
+        value = attribute.get("p:value")
+        shown = "—" if value is None else json.dumps(value, ensure_ascii=False)
+        self.line(f"{name} = {shown} ({_range(attribute)}) {self.iri(attribute['@id'])}", indent)
+        return self._attribute_data(attribute)
+
+    def node(self, node: Mapping[str, Any], indent: int) -> dict[str, Any]:
+        name = label(node.get("rdfs:label"), self.language)
+        included = node.get("p:included", True)
+        flags = []
+        if node.get("p:mandatory"):
+            flags.append("mandatory")
+        if node.get("p:exclusiveGroup"):
+            flags.append(f"one of group {node['p:exclusiveGroup']}")
+        mark = "[x]" if included else "[ ]"
+        suffix = f" ({'; '.join(flags)})" if flags else ""
+        self.line(f"{mark} {name}{suffix} {self.iri(node['@id'])}", indent)
+        # attributes of an excluded component are shown once it is included
+        attributes = [
+            self.attribute(a, indent + 1) if included else self._attribute_data(a)
+            for a in node.get("p:attribute", [])
+        ]
+        return {
+            "iri": node["@id"],
+            "componentId": node.get("bc:componentId"),
+            "label": name,
+            "included": included,
+            "mandatory": node.get("p:mandatory", False),
+            "group": node.get("p:exclusiveGroup"),
+            "attributes": attributes,
+        }
+
+    def draft(self, draft: Mapping[str, Any], includable: Sequence[str] | None) -> None:
+        name = label(draft.get("rdfs:label"), self.language)
+        self.line(f"Draft of {name} {self.iri(draft['@id'])}")
+        root_attributes = [self.attribute(a, 1) for a in draft.get("p:attribute", [])]
+        parts = [self.node(part, 1) for part in draft.get("p:hasPart", [])]
+        structured: dict[str, Any] = {
+            "iri": draft["@id"],
+            "product": draft.get("p:instanceOf"),
+            "attributes": root_attributes,
+            "components": parts,
+        }
+        if includable is not None:
+            names = {p["iri"]: p["label"] for p in parts}
+            shown = ", ".join(names.get(i, local(i)) for i in includable) or "none"
+            self.line(f"can still be included: {shown}", 1)
+            structured["includable"] = list(includable)
+        self.data["draft"] = structured
+        self.risk_objects(draft.get("p:hasRiskObject", []))
+
+    def risk_objects(self, risk_objects: Sequence[Mapping[str, Any]]) -> None:
+        out = []
+        if not risk_objects:
+            self.line("Risk objects: none")
+        for risk_object in risk_objects:
+            fields = {
+                k: v for k, v in risk_object.items() if k not in ("@id", "@type", "bc:riskObjectId")
+            }
+            shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in fields.items())
+            self.line(
+                f"Risk object {risk_object.get('@type')} <{risk_object.get('@id', '')}>: {shown}"
+            )
+            out.append(
+                {
+                    "iri": risk_object.get("@id"),
+                    "type": risk_object.get("@type"),
+                    "riskObjectId": risk_object.get("bc:riskObjectId"),
+                    "fields": fields,
+                }
+            )
+        self.data["riskObjects"] = out
+
+    def validation(self, report: Mapping[str, Any] | None) -> None:
+        if not report:
+            return
+        results = report.get("sh:result", [])
+        kept, precision = bound(
+            results, MAX_VIOLATIONS, "call validateCalculation with full=true for the whole report"
+        )
+        conforms = bool(report.get("sh:conforms"))
+        self.line(
+            "Validation: conforms"
+            if conforms
+            else f"Validation: does not conform ({precision.line()} violations)"
+        )
+        violations = []
+        for result in kept:
+            message = label(result.get("sh:resultMessage"), "en")
+            path = result.get("sh:resultPath", "")
+            self.line(f"- {self.iri(result.get('sh:focusNode'))} {path}: {message}", 1)
+            violations.append(
+                {
+                    "focusNode": result.get("sh:focusNode"),
+                    "path": path,
+                    "message": message,
+                    "messages": result.get("sh:resultMessage"),
+                    "value": result.get("sh:value"),
+                }
+            )
+        self.data["validation"] = {
+            "conforms": conforms,
+            "violations": violations,
+            "scope": precision.to_dict(),
+        }
+
+    def premium(self, premium: Mapping[str, Any] | None) -> None:
+        if not premium:
+            return
+        currency = premium.get("bc:currency", "")
+        taxes = [
+            {"type": t.get("bc:taxType"), "label": label(t.get("rdfs:label"), self.language),
+             "amount": t.get("bc:amount")}
+            for t in premium.get("bc:tax", [])
+        ]  # fmt: skip
+        components = [
+            {"component": c.get("bc:component"), "label": label(c.get("rdfs:label"), self.language),
+             "net": c.get("bc:net"), "insuranceTax": c.get("bc:insuranceTax")}
+            for c in premium.get("bc:component", [])
+        ]  # fmt: skip
+        tax_text = "; ".join(f"{t['label']} {t['amount']}" for t in taxes)
+        self.line(
+            f"Premium: {premium.get('bc:gross')} {currency} gross per {premium.get('bc:period')} "
+            f"(net {premium.get('bc:net')}; {tax_text})"
+        )
+        for component in components:
+            self.line(
+                f"{component['label']}: net {component['net']}, "
+                f"insurance tax {component['insuranceTax']}",
+                1,
+            )
+        self.data["premium"] = {
+            "gross": premium.get("bc:gross"),
+            "net": premium.get("bc:net"),
+            "currency": currency,
+            "period": premium.get("bc:period"),
+            "taxes": taxes,
+            "components": components,
+        }
+
+    def next_steps(
+        self,
+        steps: Sequence[Mapping[str, Any]],
+        shapes: Mapping[str, str],
+        heading: str = "Next steps",
+    ) -> None:
+        kept, precision = bound(steps, MAX_NEXT_STEPS, "call the tool again with full=true")
+        all_arguments = [_arguments(step) for step in kept]
+        common = (
+            {k: v for k, v in all_arguments[0].items() if all(a.get(k) == v for a in all_arguments)}
+            if len(kept) > 1
+            else {}
+        )
+        shared = " ".join(f"{k}={v}" for k, v in common.items())
+        self.line(
+            f"{heading} (tool · target · expects){f', each with {shared}' if shared else ''}:"
+        )
+        out = []
+        for step, arguments in zip(kept, all_arguments, strict=True):
+            expects = list(step.get("bc:expects", []))
+            text = f"{step['bc:operation']} · {self.iri(step['bc:target'])}"
+            if expects:
+                text += " · " + ", ".join(shapes.get(e, local(e)) for e in expects)
+            own = {k: v for k, v in arguments.items() if k not in common}
+            if own:
+                text += " · " + " ".join(f"{k}={v}" for k, v in own.items())
+            if step.get("bc:body"):
+                text += " · body " + json.dumps(step["bc:body"], ensure_ascii=False)
+            self.line(text, 1)
+            entry: dict[str, Any] = {"tool": step["bc:operation"], "target": step["bc:target"]}
+            if arguments:
+                entry["arguments"] = arguments
+            if expects:
+                entry["expects"] = expects
+            if step.get("bc:body"):
+                entry["body"] = dict(step["bc:body"])
+            if step.get("rdfs:label"):
+                entry["label"] = str(step["rdfs:label"])
+            out.append(entry)
+        if precision.more_to_find:
+            self.line(f"({precision.line()})", 1)
+        self.data["nextSteps"] = out
+        self.data["nextStepsScope"] = precision.to_dict()
+
+    def shapes(self, shapes: Sequence[Mapping[str, Any]]) -> None:
+        out = []
+        for shape in shapes:
+            name = local(shape["@id"])
+            target = shape.get("sh:targetClass", "")
+            self.line(f"Shape {name} ({shape['@id']}) for {target}:")
+            fields = []
+            for field in shape.get("sh:property", []):
+                required = field.get("sh:minCount", 0) > 0
+                field_label = label(field.get("sh:name"), self.language)
+                description = label(field.get("sh:description"), self.language)
+                explained = f"{field_label}: {description}" if description else field_label
+                self.line(
+                    f"{field['sh:path']}: {_range(field) or 'see description'}"
+                    f"{', required' if required else ''} — {explained}",
+                    1,
+                )
+                fields.append(
+                    {
+                        "name": field["sh:path"],
+                        "label": field_label,
+                        "required": required,
+                        **_range_struct(field),
+                    }
+                )
+            out.append({"iri": shape["@id"], "targetClass": target, "fields": fields})
+        self.data["shapes"] = out
+
+
+def _arguments(step: Mapping[str, Any]) -> dict[str, Any]:
+    arguments = dict(step.get("bc:parameters", {}))
+    for key in ("offset", "limit"):
+        if key in arguments:
+            arguments[key] = int(arguments[key])
+    return arguments
+
+
+def _minimal_instance(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of an instance an inquiry needs: what it is, what is included, the values."""
+    out: dict[str, Any] = {"p:instanceOf": node["p:instanceOf"]}
+    if "p:included" in node:
+        out["p:included"] = node["p:included"]
+    attributes = [
+        {"p:property": a["p:property"], "p:value": a["p:value"]}
+        for a in node.get("p:attribute", [])
+        if a.get("p:value") is not None
+    ]
+    if attributes:
+        out["p:attribute"] = attributes
+    if "p:hasPart" in node:
+        out["p:hasPart"] = [_minimal_instance(p) for p in node["p:hasPart"]]
+    if "p:hasRiskObject" in node:
+        out["p:hasRiskObject"] = [
+            {k: v for k, v in r.items() if k not in ("@id", "bc:riskObjectId")}
+            for r in node["p:hasRiskObject"]
+        ]
+    return out
+
+
+def condense(
+    answer: Mapping[str, Any],
+    *,
+    operation: str,
+    insurer: str,
+    language: str,
+    status: int,
+    provenance: Mapping[str, Any],
+) -> Condensed:
+    """Condense one JSON-LD answer of the insurer."""
+    w = _Writer(language)
+    kind = str(answer.get("@type", ""))
+    w.data.update({"operation": operation, "insurer": insurer, "status": status})
+    w.line(f"{insurer} · {operation} · {status}")
+    shape_names = {s["@id"]: local(s["@id"]) for s in answer.get("bc:shape", [])}
+
+    if kind == "pk:ProcessKnowledge":
+        draft = bool(answer.get("pk:draftAtServer"))
+        w.line(f"Draft at the server: {'yes' if draft else 'no'}")
+        w.line(label(answer.get("rdfs:comment"), language))
+        w.data["processKnowledge"] = {
+            "draftAtServer": draft,
+            "description": label(answer.get("rdfs:comment"), language),
+        }
+    elif kind == "bc:ProductList":
+        window_ = answer.get("bc:window", {})
+        products = answer.get("p:product", [])[:MAX_PRODUCTS]
+        next_offset = window_.get("bc:nextOffset")
+        precision: Precision = window(
+            int(window_.get("bc:returned", len(products))),
+            int(window_.get("bc:total", len(products))),
+            int(window_.get("bc:moreToFind", 0)),
+            f"call listProducts with offset={next_offset}" if next_offset is not None else None,
+        )
+        w.line(f"Products ({precision.line()}):")
+        out = []
+        for product in products:
+            name = label(product.get("rdfs:label"), language)
+            line_of_business = label(product.get("p:lineOfBusiness"), language)
+            w.line(
+                f"{name} ({line_of_business}) <{product['@id']}> productId={product.get('bc:productId')}",
+                1,
+            )
+            out.append(
+                {
+                    "iri": product["@id"],
+                    "productId": product.get("bc:productId"),
+                    "label": name,
+                    "lineOfBusiness": line_of_business,
+                    "riskObjectClass": product.get("p:riskObjectClass"),
+                }
+            )
+        w.data["products"] = out
+        w.data["window"] = precision.to_dict()
+    elif kind == "p:Product":
+        name = label(answer.get("rdfs:label"), language)
+        w.line(f"Product {name} <{answer['@id']}>, risk object {answer.get('p:riskObjectClass')}")
+        root = [f"{f['sh:path']} ({_range(f)})" for f in answer.get("sh:property", [])]
+        w.line("attributes: " + ("; ".join(root) or "none"), 1)
+        components = []
+        for component in answer.get("p:component", []):
+            component_label = label(component.get("rdfs:label"), language)
+            flags = [k for k in ("p:mandatory", "p:includedByDefault") if component.get(k)]
+            w.line(f"{component_label} <{component['@id']}> {' '.join(flags)}", 1)
+            for field in component.get("sh:property", []):
+                w.line(f"{field['sh:path']} ({_range(field)})", 2)
+            components.append(
+                {
+                    "iri": component["@id"],
+                    "componentId": component.get("bc:componentId"),
+                    "label": component_label,
+                    "mandatory": component.get("p:mandatory", False),
+                    "group": component.get("p:exclusiveGroup"),
+                }
+            )
+        w.data["product"] = {"iri": answer["@id"], "label": name, "components": components}
+    elif kind == "bc:DefaultInstance":
+        body = answer.get("bc:body", {})
+        instance = body.get("p:instance", {})
+        w.abbreviate_below(instance.get("@id", ""))
+        w.draft(instance, None)
+        ready = {
+            "@type": body.get("@type", "bc:TariffInquiry"),
+            "p:instance": _minimal_instance(instance),
+        }
+        w.line("Ready body for inquireTariff (add the risk object to p:instance/p:hasRiskObject):")
+        w.line(json.dumps(ready, ensure_ascii=False, separators=(",", ":")), 1)
+        w.data["body"] = ready
+    elif kind == "sh:NodeShape":
+        w.shapes([answer])
+        w.data["shape"] = w.data.pop("shapes")[0]
+    elif kind == "bc:TariffResult":
+        w.validation(answer.get("bc:validationReport"))
+        w.premium(answer.get("bc:premium"))
+        instance = answer.get("p:instance")
+        if instance:
+            w.risk_objects(instance.get("p:hasRiskObject", []))
+    elif kind == "bc:BusinessCase":
+        name = label(answer.get("rdfs:label"), language)
+        w.line(
+            f"Business case {answer.get('bc:caseId')} · status "
+            f"{answer.get('bc:status')} · {name} <{answer.get('p:hasRootProduct')}>"
+        )
+        w.abbreviate_below(answer["@id"])
+        w.data["case"] = {
+            "iri": answer["@id"],
+            "caseId": answer.get("bc:caseId"),
+            "status": answer.get("bc:status"),
+            "product": answer.get("p:hasRootProduct"),
+            "offer": answer.get("bc:offer"),
+        }
+        w.draft(answer["bc:draft"], answer.get("p:includable", []))
+        w.validation(answer.get("bc:validationReport"))
+        w.premium(answer.get("bc:premium"))
+        if not answer.get("bc:premium"):
+            w.line("Premium: not calculated yet")
+    elif kind == "bc:Offer":
+        w.line(
+            f"Offer {answer.get('bc:offerId')} <{answer['@id']}> for <{answer.get('bc:offerFor')}>, "
+            f"valid until {answer.get('bc:validUntil')}"
+        )
+        w.data["offer"] = {
+            "iri": answer["@id"],
+            "offerId": answer.get("bc:offerId"),
+            "case": answer.get("bc:offerFor"),
+            "validUntil": answer.get("bc:validUntil"),
+        }
+        w.premium(answer.get("bc:premium"))
+
+    w.next_steps(answer.get("bc:nextStep", []), shape_names)
+    if answer.get("bc:shape"):
+        w.shapes(answer["bc:shape"])
+    _provenance(w, provenance)
+    return Condensed("\n".join(w.lines), w.data)
+
+
+def condense_problem(
+    problem: Mapping[str, Any],
+    *,
+    operation: str,
+    insurer: str,
+    language: str,
+    kind: str,
+    provenance: Mapping[str, Any],
+) -> Condensed:
+    """A problem of the norm as a tool error: type, kind, explanation, what is still admissible."""
+    w = _Writer(language)
+    status = int(problem.get("status", 0))
+    w.data.update({"operation": operation, "insurer": insurer, "status": status})
+    w.line(f"{insurer} · {operation} · refused ({kind})")
+    w.line(f"Problem {problem.get('type')}: {problem.get('title')}")
+    w.line(str(problem.get("detail", "")))
+    errors = list(problem.get("errors", []))
+    for error in errors:
+        w.line(f"- {error.get('pointer') or '(body)'}: {error.get('detail')}", 1)
+    if problem.get("known"):
+        w.line("What exists: " + ", ".join(str(k) for k in problem["known"]), 1)
+    w.line("Nothing was changed." if kind != "temporary" else "Temporary: retry later.")
+    w.data["problem"] = {
+        "type": problem.get("type"),
+        "title": problem.get("title"),
+        "kind": kind,
+        "detail": problem.get("detail"),
+        "errors": errors,
+        "known": problem.get("known"),
+    }
+    w.validation(problem.get("bc:validationReport"))
+    shape_names = {s["@id"]: local(s["@id"]) for s in problem.get("bc:shape", [])}
+    w.next_steps(problem.get("bc:nextStep", []), shape_names, heading="Still admissible")
+    _provenance(w, provenance)
+    return Condensed("\n".join(w.lines), w.data)
+
+
+def _provenance(w: _Writer, provenance: Mapping[str, Any]) -> None:
+    source = "cache" if provenance.get("fromCache") else "insurer"
+    w.line(
+        f"Source: {provenance.get('insurer')}, {provenance.get('operation')}, "
+        f"{provenance.get('url')}, {provenance.get('time')}, from {source}"
+    )
+    w.data["provenance"] = dict(provenance)

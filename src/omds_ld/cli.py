@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from omds_ld import __version__
 from omds_ld.insurer.config import DEFAULT_PORT, ServerConfig, default_database
+from omds_ld.mcp.config import DEFAULT_MCP_PORT, HttpConfig, InstanceConfig, McpConfig, load_config
+
+
+def _http_settings(args: argparse.Namespace, port: int) -> HttpConfig:
+    return HttpConfig(
+        host=args.host,
+        port=port,
+        allowed_hosts=tuple(args.allowed_host or ()),
+        allowed_origins=tuple(args.allowed_origin or ()),
+        session_binding_seconds=args.session_minutes * 60,
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -17,6 +31,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     from omds_ld.insurer.app import api_base, create_app
     from omds_ld.insurer.data import load_insurers
+    from omds_ld.mcp.service import McpHosting, build_connectors, http_client
+    from omds_ld.mcp.state import MemoryStateStore
+    from omds_ld.norm import load_norm
 
     config = ServerConfig(
         host=args.host,
@@ -24,15 +41,132 @@ def _serve(args: argparse.Namespace) -> int:
         database=Path(args.database) if args.database else default_database(),
         insurers_folder=Path(args.insurers) if args.insurers else None,
         require_token=args.require_token,
+        access_log=Path(args.access_log) if args.access_log else None,
     )
     insurers = load_insurers(config.insurers_folder)
-    app = create_app(config, insurers=insurers)
+    norm = load_norm()
+    mcp_config = McpConfig(
+        instances=tuple(
+            InstanceConfig(
+                name=name,
+                display_name=insurer.display_name,
+                api=config.base_url + api_base(name),
+                language=insurer.language,
+            )
+            for name, insurer in insurers.items()
+        ),
+        http=_http_settings(args, args.port),
+        request_log=Path(args.request_log) if args.request_log else None,
+    )
+    state = MemoryStateStore()
+    client = http_client(mcp_config)
+    hosting = McpHosting(build_connectors(mcp_config, norm, state, client), mcp_config.http, state)
+
+    @contextlib.asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        async with client, hosting.running():
+            yield
+
+    app = create_app(
+        config, norm=norm, insurers=insurers, extra_routes=hosting.routes(), extra_lifespan=running
+    )
     out = sys.stderr
     print(f"omds-ld {__version__} example server, store {config.database}", file=out)
     for name, insurer in insurers.items():
         mode = "draft at the server" if insurer.draft_at_server else "tariff inquiry"
-        print(f"  {insurer.display_name:<32} {config.base_url}{api_base(name)}  ({mode})", file=out)
+        print(f"  {insurer.display_name:<30} {config.base_url}{api_base(name)}  ({mode})", file=out)
+    print("MCP servers (Streamable HTTP); to add them to Claude Code:", file=out)
+    for name in insurers:
+        url = config.base_url + mcp_config.http.path(name)
+        print(f"  claude mcp add --transport http {name} {url}", file=out)
     uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level)
+    return 0
+
+
+def _mcp_config(args: argparse.Namespace) -> McpConfig:
+    if args.config:
+        config = load_config(Path(args.config))
+    else:
+        if not (args.api and args.name):
+            raise SystemExit("omds-ld mcp: give --config FILE, or --api URL and --name NAME")
+        headers = dict(h.split("=", 1) for h in args.header or ())
+        config = McpConfig(
+            instances=(
+                InstanceConfig(
+                    name=args.name,
+                    display_name=args.display_name or args.name,
+                    api=args.api,
+                    language=args.language,
+                    headers=headers,
+                    token=args.token,
+                ),
+            )
+        )
+    changes: dict[str, object] = {}
+    if args.request_log:
+        changes["request_log"] = Path(args.request_log)
+    if args.openapi:
+        changes["openapi"] = Path(args.openapi)
+    if args.refresh_seconds is not None:
+        changes["refresh_seconds"] = args.refresh_seconds
+
+    config = replace(config, **changes)  # type: ignore[arg-type]
+    if args.http:
+        http = replace(
+            config.http,
+            host=args.host or config.http.host,
+            port=args.port or config.http.port,
+            allowed_hosts=tuple(args.allowed_host or ()) or config.http.allowed_hosts,
+            allowed_origins=tuple(args.allowed_origin or ()) or config.http.allowed_origins,
+        )
+        if args.session_minutes is not None:
+            http = replace(http, session_binding_seconds=args.session_minutes * 60)
+        config = replace(config, http=http)
+    return config
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from omds_ld.mcp.service import build_connectors, http_client, serve_stdio
+    from omds_ld.mcp.state import MemoryStateStore
+    from omds_ld.norm import load_norm
+
+    config = _mcp_config(args)
+    norm = load_norm(config.openapi)
+    state = MemoryStateStore()
+    if args.stdio:
+        if len(config.instances) != 1:
+            raise SystemExit("omds-ld mcp --stdio serves exactly one instance")
+
+        async def run_stdio() -> None:
+            async with http_client(config) as client:
+                connectors = build_connectors(config, norm, state, client)
+                await serve_stdio(next(iter(connectors.values())))
+
+        asyncio.run(run_stdio())
+        return 0
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from omds_ld.mcp.service import McpHosting, healthz
+
+    client = http_client(config)
+    hosting = McpHosting(build_connectors(config, norm, state, client), config.http, state)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with client, hosting.running():
+            yield
+
+    app = Starlette(routes=[*hosting.routes(), Route("/healthz", healthz)], lifespan=lifespan)
+    base = f"http://{config.http.host}:{config.http.port}"
+    for instance in config.instances:
+        print(
+            f"  claude mcp add --transport http {instance.name} {base}{config.http.path(instance.name)}",
+            file=sys.stderr,
+        )
+    uvicorn.run(app, host=config.http.host, port=config.http.port, log_level=args.log_level)
     return 0
 
 
@@ -41,7 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"omds-ld {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the example insurers' interfaces")
+    serve = commands.add_parser(
+        "serve", help="run the example insurers' interfaces and their MCP servers"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
@@ -53,15 +189,57 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--require-token", action="store_true", help="refuse callers without a bearer token"
     )
+    serve.add_argument("--access-log", help="append one JSON line per HTTP request to this file")
+    serve.add_argument("--request-log", help="MCP request log (JSONL); default: stderr")
+    serve.add_argument(
+        "--allowed-host", action="append", help="a further Host the MCP endpoints accept"
+    )
+    serve.add_argument(
+        "--allowed-origin", action="append", help="a further Origin the MCP endpoints accept"
+    )
+    serve.add_argument(
+        "--session-minutes", type=float, default=30, help="MCP session binding lifetime"
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(run=_serve)
+
+    mcp = commands.add_parser("mcp", help="run the MCP server of the norm in front of an insurer")
+    transport = mcp.add_mutually_exclusive_group(required=True)
+    transport.add_argument("--stdio", action="store_true", help="one instance over stdio")
+    transport.add_argument(
+        "--http", action="store_true", help="Streamable HTTP, one endpoint per instance"
+    )
+    mcp.add_argument("--config", help="TOML file with [[instance]] tables and [http] settings")
+    mcp.add_argument(
+        "--api",
+        help="the insurer's interface, e.g. http://127.0.0.1:9092/omds-ld/insurers/pfefferminzia/api",
+    )
+    mcp.add_argument("--name", help="the instance's name (the server name clients see)")
+    mcp.add_argument("--display-name", help="the insurer's display name")
+    mcp.add_argument("--language", default="en", help="language of labels in answers (de, en)")
+    mcp.add_argument("--token", help="bearer token for the insurer's interface")
+    mcp.add_argument("--header", action="append", help="further header for the insurer, NAME=VALUE")
+    mcp.add_argument("--openapi", help="another version of the norm's OpenAPI file")
+    mcp.add_argument("--request-log", help="request log (JSONL); default: stderr")
+    mcp.add_argument("--refresh-seconds", type=float, help="how often process knowledge is re-read")
+    mcp.add_argument("--host", help="address to bind (HTTP; default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, help=f"port (HTTP; default {DEFAULT_MCP_PORT})")
+    mcp.add_argument("--allowed-host", action="append", help="a further Host to accept (HTTP)")
+    mcp.add_argument("--allowed-origin", action="append", help="a further Origin to accept (HTTP)")
+    mcp.add_argument(
+        "--session-minutes", type=float, help="session binding lifetime (HTTP; default 30)"
+    )
+    mcp.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    mcp.set_defaults(run=_mcp)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+        level=getattr(logging, args.log_level.upper()),
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
     )
     code: int = args.run(args)
     return code

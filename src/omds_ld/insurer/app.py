@@ -6,17 +6,21 @@ import contextlib
 import hashlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 from jsonschema import Draft202012Validator
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from omds_ld.insurer.config import ServerConfig
 from omds_ld.insurer.data import ANONYMOUS, Broker, Insurer, load_insurers
@@ -124,6 +128,17 @@ class OperationEndpoint:
             answer: Answer = self.handler(broker, params, body)
             response_headers = {"Content-Type": LD_JSON, **answer.headers}
             encoded = _dumps(answer.body)
+            if self.operation.method == "GET":
+                etag = '"' + hashlib.sha256(encoded).hexdigest()[:32] + '"'
+                # catalogue reads may be kept a minute; a broker's cases are revalidated each time
+                freshness = "no-cache" if self.operation.draft else "max-age=60"
+                response_headers.update({"ETag": etag, "Cache-Control": f"private, {freshness}"})
+                if headers.get("if-none-match") == etag:
+                    return Response(
+                        b"",
+                        304,
+                        headers={"ETag": etag, "Cache-Control": response_headers["Cache-Control"]},
+                    )
             if claimed is not None:
                 self.service.store.complete_idempotent(
                     self.service.insurer.name, *claimed, answer.status, response_headers, encoded
@@ -289,9 +304,17 @@ def _openapi_for(norm: Norm, name: str) -> dict[str, Any]:
 
 
 def create_app(
-    config: ServerConfig, norm: Norm | None = None, insurers: Mapping[str, Insurer] | None = None
+    config: ServerConfig,
+    norm: Norm | None = None,
+    insurers: Mapping[str, Insurer] | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+    extra_lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
-    """The example server for every insurer, on one embedded store."""
+    """The example server for every insurer, on one embedded store.
+
+    ``extra_routes`` and ``extra_lifespan`` let a caller host more beside the interfaces (the
+    command line adds each insurer's MCP server) without this module knowing what they are.
+    """
     norm = norm or load_norm()
     insurers = dict(insurers or load_insurers(config.insurers_folder))
     store = Store(config.database)
@@ -331,6 +354,7 @@ def create_app(
         Route(PREFIX, _static(index)),
         Route("/omds-ld/context.jsonld", _static(context_document(), LD_JSON)),
         Route("/healthz", _static({"status": "ok"})),
+        *extra_routes,
     ]
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -338,17 +362,54 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
+        async with contextlib.AsyncExitStack() as stack:
+            if extra_lifespan is not None:
+                await stack.enter_async_context(extra_lifespan())
+            yield
         store.close()
 
     app = Starlette(
         routes=routes,
         exception_handlers={404: not_found, 405: not_found},
         lifespan=lifespan,
+        middleware=[Middleware(AccessLog, path=config.access_log)] if config.access_log else [],
     )
     app.state.store = store
     app.state.services = services
     return app
+
+
+class AccessLog:
+    """One JSON line per HTTP request (method, path, status, duration): who asked the insurer what."""
+
+    def __init__(self, app: ASGIApp, path: Path) -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 0
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            entry = {
+                "method": scope["method"],
+                "path": scope["path"],
+                "status": status,
+                "durationMs": round((time.perf_counter() - started) * 1000, 2),
+            }
+            with self.path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(entry) + "\n")
 
 
 def _dispatch(

@@ -26,6 +26,7 @@ class ServerConfig:
     require_token: bool = False
     max_body_bytes: int = 256 * 1024
     idempotency_retention_seconds: float = 24 * 3600.0
+    access_log: Path | None = None
 
     @property
     def base_url(self) -> str:

@@ -1,0 +1,424 @@
+"""The call pipeline of one tool call (seed 002): check, call the insurer, condense, log, answer."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import hashlib
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from jsonschema import Draft202012Validator
+
+from omds_ld.mcp.catalogue import ToolSpec
+from omds_ld.mcp.condense import Condensed, condense, condense_problem
+from omds_ld.mcp.requestlog import RequestLog, field_names
+from omds_ld.mcp.state import StateStore
+from omds_ld.mcp.upstream import InsurerUnavailable, Upstream
+from omds_ld.norm import Norm
+from omds_ld.norm.jsonld import CONTEXT_URL
+
+MAX_STRING = 4000
+IDEMPOTENCY_TTL = 24 * 3600.0
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+# What a problem means for the caller, by HTTP status: the kinds of error a tool can return.
+KINDS = {400: "invalid input", 401: "unauthorized", 403: "unauthorized", 404: "not found",
+         405: "invalid input", 409: "conflict", 413: "invalid input", 415: "invalid input",
+         422: "invalid input"}  # fmt: skip
+
+
+def error_kind(status: int) -> str:
+    if status >= 500:
+        return "temporary"
+    return KINDS.get(status, "invalid input")
+
+
+class Refusal(Exception):
+    """A call refused before the insurer was asked, as a problem of the norm."""
+
+    def __init__(self, problem: dict[str, Any]) -> None:
+        super().__init__(problem.get("detail"))
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Who this connector speaks for."""
+
+    name: str
+    display_name: str
+    language: str
+
+
+def _sanitize(value: Any, pointer: str, errors: list[dict[str, str]]) -> Any:
+    """Strings without control characters (tab and newline stay) and within their size."""
+    if isinstance(value, str):
+        if len(value) > MAX_STRING:
+            errors.append({"pointer": pointer, "detail": f"longer than {MAX_STRING} characters"})
+        return _CONTROL.sub("", value)
+    if isinstance(value, dict):
+        return {
+            _CONTROL.sub("", str(k)): _sanitize(v, f"{pointer}/{k}", errors)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_sanitize(v, f"{pointer}/{i}", errors) for i, v in enumerate(value)]
+    return value
+
+
+class Executor:
+    """Runs every tool call of one connector through the same steps."""
+
+    def __init__(
+        self,
+        *,
+        norm: Norm,
+        instance: Instance,
+        upstream: Upstream,
+        state: StateStore,
+        request_log: RequestLog,
+    ) -> None:
+        self.norm = norm
+        self.instance = instance
+        self.upstream = upstream
+        self.state = state
+        self.request_log = request_log
+        self._validators: dict[str, Draft202012Validator] = {}
+
+    def _problem(
+        self, slug: str, detail: str, errors: list[dict[str, str]] | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        kind = self.norm.problem_types[slug]
+        problem: dict[str, Any] = {
+            "type": kind.uri,
+            "title": kind.title_en,
+            "status": kind.status,
+            "detail": detail,
+        }
+        if errors:
+            problem["errors"] = errors
+        problem.update(extra)
+        return problem
+
+    def _validator(self, spec: ToolSpec) -> Draft202012Validator:
+        validator = self._validators.get(spec.name)
+        if validator is None:
+            validator = Draft202012Validator(dict(spec.input_schema))
+            self._validators[spec.name] = validator
+        return validator
+
+    def _entry_steps(self, spec: ToolSpec) -> list[dict[str, Any]]:
+        """Where a refused call can go on: the same tool, corrected, and the entry points."""
+        base = self.upstream.api_url
+        steps = [("listProducts", "products"), ("readProcessKnowledge", "process-knowledge")]
+        out = [
+            {"bc:operation": spec.name, "bc:target": f"{base}{spec.operation.path}",
+             "rdfs:label": "the same call with corrected arguments"}
+        ]  # fmt: skip
+        out += [{"bc:operation": op, "bc:target": f"{base}/{path}"} for op, path in steps]
+        return out
+
+    def prepare(self, spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Sanitize, complete the body, validate against the tool's schema: or refuse."""
+        errors: list[dict[str, str]] = []
+        clean: dict[str, Any] = _sanitize(dict(arguments or {}), "", errors)
+        if errors:
+            raise Refusal(self._problem("invalid-body", "a string is too long", errors))
+        body = clean.get("body")
+        if isinstance(body, dict) and spec.operation.request_schema is not None:
+            body = dict(body)
+            body.setdefault("@context", CONTEXT_URL)
+            schema = spec.operation.request_schema
+            root = schema["$defs"][str(schema["$ref"]).rsplit("/", 1)[-1]]
+            fixed_type = root.get("properties", {}).get("@type", {}).get("const")
+            if fixed_type and "@type" not in body:
+                body["@type"] = fixed_type
+            clean["body"] = body
+        violations = sorted(
+            self._validator(spec).iter_errors(clean), key=lambda e: list(e.absolute_path)
+        )
+        if violations:
+            found = [
+                {"pointer": "/" + "/".join(str(p) for p in v.absolute_path), "detail": v.message}
+                for v in violations
+            ]
+            in_body = any(f["pointer"].startswith("/body") for f in found)
+            raise Refusal(
+                self._problem(
+                    "invalid-body" if in_body else "invalid-parameter",
+                    f"the arguments of {spec.name} do not match its input schema; the insurer was "
+                    "not called",
+                    found,
+                    **{"bc:nextStep": self._entry_steps(spec)},
+                )
+            )
+        return clean
+
+    async def known_products(self) -> list[dict[str, Any]]:
+        """Every product of the insurer (all windows), from the shared read cache."""
+        operation = self.norm.operation("listProducts")
+        products: list[dict[str, Any]] = []
+        offset = 0
+        for _ in range(100):
+            answer = await self.upstream.send(
+                operation, {}, {"offset": offset, "limit": 50}, None, None
+            )
+            if answer.status != 200 or not isinstance(answer.body, dict):
+                break
+            products += answer.body.get("p:product", [])
+            window = answer.body.get("bc:window", {})
+            if not window.get("bc:moreToFind") or window.get("bc:nextOffset") is None:
+                break
+            offset = int(window["bc:nextOffset"])
+        return products
+
+    async def check_names(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
+        """A product named by id or IRI must exist: an unknown one is an error listing what exists."""
+        named: list[tuple[str, str, str]] = []
+        if "productId" in arguments:
+            named.append(("bc:productId", str(arguments["productId"]), "/productId"))
+        body = arguments.get("body")
+        if isinstance(body, dict):
+            if "p:hasRootProduct" in body:
+                named.append(("@id", str(body["p:hasRootProduct"]), "/body/p:hasRootProduct"))
+            instance = body.get("p:instance")
+            if isinstance(instance, dict) and "p:instanceOf" in instance:
+                named.append(
+                    ("@id", str(instance["p:instanceOf"]), "/body/p:instance/p:instanceOf")
+                )
+        if not named:
+            return
+        products = await self.known_products()
+        if not products:
+            return  # the insurer could not list them: let it judge the name itself
+        for key, value, pointer in named:
+            if all(p.get(key) != value for p in products):
+                known = [f"{p.get('bc:productId')} <{p.get('@id')}>" for p in products]
+                raise Refusal(
+                    self._problem(
+                        "unknown-product",
+                        f"{self.instance.display_name} has no product {value!r}; "
+                        f"products: {', '.join(known)}",
+                        [{"pointer": pointer, "detail": "use a product from listProducts"}],
+                        known=known,
+                        **{"bc:nextStep": self._entry_steps(spec)[1:]},
+                    )
+                )
+
+    async def call(
+        self, spec: ToolSpec, arguments: Mapping[str, Any] | None, session: str | None
+    ) -> types.CallToolResult:
+        """One tool call, start to finish. Never raises: every failure is a tool error."""
+        started = time.perf_counter()
+        operation = spec.operation
+        provenance: dict[str, Any] = {
+            "insurer": self.instance.display_name,
+            "operation": spec.name,
+            "url": self.upstream.api_url + operation.path,
+            "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+            "fromCache": False,
+        }
+        log: dict[str, Any] = {
+            "time": provenance["time"],
+            "insurer": self.instance.name,
+            "session": session,
+            "tool": spec.name,
+            **field_names(arguments or {}),
+        }
+        result: types.CallToolResult
+        try:
+            clean = self.prepare(spec, arguments)
+            await self.check_names(spec, clean)
+            result = await self._call_insurer(spec, clean, provenance, log)
+        except Refusal as refusal:
+            condensed = self._refused(spec, refusal.problem, provenance)
+            result = _tool_result(condensed, error=True)
+            log.update(
+                outcome="refused", status=refusal.problem["status"], problem=refusal.problem["type"]
+            )
+        except InsurerUnavailable as failure:
+            slug = "insurer-timeout" if failure.kind == "timeout" else "insurer-unavailable"
+            provenance["url"] = failure.url
+            problem = self._problem(
+                slug, failure.detail, **{"bc:nextStep": self._entry_steps(spec)}
+            )
+            result = _tool_result(self._refused(spec, problem, provenance), error=True)
+            log.update(outcome="temporary", status=problem["status"], problem=problem["type"])
+        except Exception as error:  # a bug of ours: an internal error, never a stack trace
+            problem = self._problem(
+                "internal-error", f"the MCP server failed: {type(error).__name__}"
+            )
+            result = _tool_result(self._refused(spec, problem, provenance), error=True)
+            log.update(outcome="internal-error", status=500, problem=problem["type"])
+        duration = round((time.perf_counter() - started) * 1000, 2)
+        log["durationMs"] = duration
+        log["provenance"] = dict(provenance)
+        if isinstance(result.structured_content, dict):
+            result.structured_content["provenance"]["durationMs"] = duration
+        self.request_log.write(log)
+        return result
+
+    async def unknown_tool(
+        self, name: str, known: list[str], session: str | None
+    ) -> types.CallToolResult:
+        """A tool this connector does not offer: an error naming the tools it does offer."""
+        provenance = {
+            "insurer": self.instance.display_name,
+            "operation": name,
+            "url": self.upstream.api_url,
+            "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+            "fromCache": False,
+        }
+        in_norm = name in self.norm.operations
+        reason = (
+            f"{name} is not offered by {self.instance.display_name}: it keeps no draft at the server"
+            if in_norm
+            else f"there is no tool {name!r}"
+        )
+        problem = self._problem(
+            "operation-not-admissible" if in_norm else "not-found",
+            f"{reason}; tools: {', '.join(known)}",
+            known=known,
+        )
+        problem["bc:nextStep"] = [
+            {"bc:operation": "listProducts", "bc:target": f"{self.upstream.api_url}/products"}
+        ]
+        self.request_log.write(
+            {"time": provenance["time"], "insurer": self.instance.name, "session": session,
+             "tool": name, "outcome": "refused", "status": problem["status"],
+             "problem": problem["type"], "durationMs": 0.0, "provenance": provenance}
+        )  # fmt: skip
+        return _tool_result(self._refused_named(name, problem, provenance), error=True)
+
+    def _refused_named(
+        self, name: str, problem: Mapping[str, Any], provenance: Mapping[str, Any]
+    ) -> Condensed:
+        return condense_problem(
+            problem,
+            operation=name,
+            insurer=self.instance.display_name,
+            language=self.instance.language,
+            kind=error_kind(int(problem.get("status", 500))),
+            provenance=provenance,
+        )
+
+    def _refused(
+        self, spec: ToolSpec, problem: Mapping[str, Any], provenance: Mapping[str, Any]
+    ) -> Condensed:
+        return self._refused_named(spec.name, problem, provenance)
+
+    async def _call_insurer(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        provenance: dict[str, Any],
+        log: dict[str, Any],
+    ) -> types.CallToolResult:
+        operation = spec.operation
+        path = {p.name: str(arguments[p.name]) for p in operation.path_parameters}
+        query = {p.name: arguments.get(p.name) for p in operation.query_parameters}
+        body = arguments.get("body")
+        if operation.request_schema is not None and body is None and operation.method != "GET":
+            body = {}
+        key = arguments.get("idempotencyKey")
+        record_key = f"idem:{self.instance.name}:{key}" if key else None
+        fingerprint = hashlib.sha256(
+            json.dumps([spec.name, path, query, body], sort_keys=True).encode()
+        ).hexdigest()
+        if record_key:
+            replay = await self._replay(spec, record_key, fingerprint)
+            if replay is not None:
+                log.update(outcome="replayed", status=200)
+                return replay
+        try:
+            answer = await self.upstream.send(operation, path, query, body, key)
+        except BaseException:
+            if record_key:
+                await self.state.delete(record_key)
+            raise
+        provenance["url"] = answer.url
+        provenance["fromCache"] = answer.from_cache
+        log["upstreamStatus"] = answer.status
+        if answer.status >= 400 or not isinstance(answer.body, dict):
+            problem = answer.body if isinstance(answer.body, dict) else {}
+            problem.setdefault("status", answer.status)
+            problem.setdefault("type", "about:blank")
+            problem.setdefault("title", "the insurer refused the call")
+            problem.setdefault("detail", "")
+            result = _tool_result(self._refused(spec, problem, provenance), error=True)
+            log.update(outcome="tool-error", status=answer.status, problem=problem.get("type"))
+            if record_key:
+                await self.state.delete(record_key)
+            return result
+        condensed = condense(
+            answer.body,
+            operation=spec.name,
+            insurer=self.instance.display_name,
+            language=self.instance.language,
+            status=answer.status,
+            provenance=provenance,
+        )
+        _log_scope(log, condensed)
+        result = _tool_result(
+            condensed, error=False, full=answer.body if arguments.get("full") else None
+        )
+        log.update(outcome="ok", status=answer.status)
+        if record_key:
+            stored = {
+                "fingerprint": fingerprint,
+                "state": "done",
+                "result": result.model_dump(by_alias=True, mode="json"),
+            }
+            await self.state.set(record_key, json.dumps(stored).encode(), IDEMPOTENCY_TTL)
+        return result
+
+    async def _replay(
+        self, spec: ToolSpec, record_key: str, fingerprint: str
+    ) -> types.CallToolResult | None:
+        claim = json.dumps({"fingerprint": fingerprint, "state": "in-progress"}).encode()
+        if await self.state.add(record_key, claim, IDEMPOTENCY_TTL):
+            return None
+        raw = await self.state.get(record_key)
+        record = json.loads(raw) if raw else {}
+        if record.get("fingerprint") != fingerprint:
+            raise Refusal(
+                self._problem(
+                    "idempotency-key-reused",
+                    "this idempotencyKey was used for another call; use a new key",
+                    **{"bc:nextStep": self._entry_steps(spec)},
+                )
+            )
+        if record.get("state") != "done":
+            raise Refusal(
+                self._problem(
+                    "idempotency-request-in-progress",
+                    "a call with this idempotencyKey is still running; retry shortly",
+                    **{"bc:nextStep": self._entry_steps(spec)},
+                )
+            )
+        return types.CallToolResult.model_validate(record["result"])
+
+
+def _log_scope(log: dict[str, Any], condensed: Condensed) -> None:
+    data = condensed.structured
+    if "window" in data:
+        log["scope"] = data["window"]
+        log["hits"] = data["window"]["returned"]
+    else:
+        log["hits"] = 1
+    log["nextSteps"] = len(data.get("nextSteps", []))
+
+
+def _tool_result(condensed: Condensed, *, error: bool, full: Any = None) -> types.CallToolResult:
+    structured = copy.deepcopy(condensed.structured)
+    content: list[types.ContentBlock] = [types.TextContent(text=condensed.text)]
+    if full is not None:
+        structured["full"] = full
+        content.append(types.TextContent(text=json.dumps(full, ensure_ascii=False)))
+    return types.CallToolResult(content=content, structured_content=structured, is_error=error)

@@ -1,0 +1,212 @@
+"""The MCP service: connectors built from configuration, served over Streamable HTTP or stdio."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import httpx
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import Message, Receive, Scope, Send
+
+from omds_ld.mcp.config import HttpConfig, InstanceConfig, McpConfig
+from omds_ld.mcp.connector import Connector
+from omds_ld.mcp.executor import Instance
+from omds_ld.mcp.requestlog import RequestLog
+from omds_ld.mcp.state import StateStore
+from omds_ld.mcp.upstream import Upstream
+from omds_ld.norm import Norm
+
+SESSION_HEADER = "mcp-session-id"
+
+
+def build_connectors(
+    config: McpConfig, norm: Norm, state: StateStore, client: httpx.AsyncClient
+) -> dict[str, Connector]:
+    """One connector per configured instance, all on one state store and HTTP client."""
+    request_log = RequestLog(config.request_log)
+    return {
+        i.name: _connector(i, config, norm, state, client, request_log) for i in config.instances
+    }
+
+
+def _connector(
+    instance: InstanceConfig,
+    config: McpConfig,
+    norm: Norm,
+    state: StateStore,
+    client: httpx.AsyncClient,
+    request_log: RequestLog,
+) -> Connector:
+    upstream = Upstream(
+        name=instance.name,
+        api_url=instance.api,
+        client=client,
+        state=state,
+        headers=instance.upstream_headers,
+        default_ttl=config.cache_ttl_seconds,
+    )
+    return Connector(
+        norm=norm,
+        instance=Instance(instance.name, instance.display_name, instance.language),
+        upstream=upstream,
+        state=state,
+        request_log=request_log,
+        refresh_seconds=config.refresh_seconds,
+    )
+
+
+def http_client(config: McpConfig) -> httpx.AsyncClient:
+    """The client every connector calls its insurer with: pooled, with a timeout."""
+    return httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_seconds), follow_redirects=False)
+
+
+async def _refuse(
+    send: Send, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+    ).encode()
+    raw_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    raw_headers += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class SessionBinding:
+    """In front of one connector's endpoint: Host and Origin checked, sessions kept to their owner.
+
+    A session opened here is bound to this connector for ``ttl`` seconds after its last request.
+    Used at another connector's address it is refused with the name of its owner; after the
+    binding lapses the session is unknown (404).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        app: Callable[[Scope, Receive, Send], Any],
+        bindings: StateStore,
+        http: HttpConfig,
+    ) -> None:
+        self.name = name
+        self.app = app
+        self.bindings = bindings
+        self.http = http
+        self.security = TransportSecurityMiddleware(
+            TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=http.hosts,
+                allowed_origins=http.origins,
+            )
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        refused = await self.security.validate_request(request)
+        if refused is not None:
+            reason = bytes(refused.body).decode()
+            await _refuse(
+                send,
+                refused.status_code,
+                f"{reason}; this endpoint accepts only allowed hosts and origins",
+            )
+            return
+        session = request.headers.get(SESSION_HEADER)
+        ttl = self.http.session_binding_seconds
+        if session:
+            key = f"session:{session}"
+            owner = await self.bindings.get(key)
+            if owner is None:
+                await _refuse(
+                    send, 404, "Session not found: unknown or expired; initialize a new session"
+                )
+                return
+            if owner.decode() != self.name:
+                owner_name = owner.decode()
+                await _refuse(
+                    send,
+                    404,
+                    f"Session belongs to the connector {owner_name!r} "
+                    f"({self.http.path(owner_name)}), not to {self.name!r}; "
+                    "initialize a new session here",
+                )
+                return
+            await self.bindings.touch(key, ttl)
+            if request.method == "DELETE":
+                await self.bindings.delete(key)
+
+        async def bind(message: Message) -> None:
+            if message["type"] == "http.response.start" and not session:
+                for header, value in message.get("headers", []):
+                    if header.decode().lower() == SESSION_HEADER:
+                        await self.bindings.set(
+                            f"session:{value.decode()}", self.name.encode(), ttl
+                        )
+            await send(message)
+
+        await self.app(scope, receive, bind)
+
+
+class McpHosting:
+    """Every connector's Streamable HTTP endpoint, for mounting in a Starlette app."""
+
+    def __init__(
+        self, connectors: Mapping[str, Connector], http: HttpConfig, state: StateStore
+    ) -> None:
+        self.connectors = dict(connectors)
+        self.http = http
+        self.managers = {
+            name: StreamableHTTPSessionManager(
+                app=connector.server,
+                security_settings=TransportSecuritySettings(
+                    enable_dns_rebinding_protection=True,
+                    allowed_hosts=http.hosts,
+                    allowed_origins=http.origins,
+                ),
+                session_idle_timeout=http.session_binding_seconds,
+                max_request_body_size=http.max_body_bytes,
+            )
+            for name, connector in self.connectors.items()
+        }
+        self.state = state
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route(
+                self.http.path(name),
+                SessionBinding(name, StreamableHTTPASGIApp(manager), self.state, self.http),
+            )
+            for name, manager in self.managers.items()
+        ]
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for manager in self.managers.values():
+                await stack.enter_async_context(manager.run())
+            yield
+
+
+async def serve_stdio(connector: Connector) -> None:
+    """One connector over stdio: stdout carries only the protocol, logs go to stderr."""
+    async with stdio_server() as (read_stream, write_stream):
+        await connector.server.run(
+            read_stream, write_stream, connector.server.create_initialization_options()
+        )
+
+
+async def healthz(request: Request) -> Response:
+    return Response(b'{"status":"ok"}', media_type="application/json")

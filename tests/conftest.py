@@ -12,8 +12,15 @@ from tests.servers import ExampleServer
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleServer]:
     """One example server with all three insurers for the session, on its own SQLite file."""
-    database = Path(tmp_path_factory.mktemp("store")) / "omds-ld.sqlite3"
-    running = ExampleServer(database)
+    folder = Path(tmp_path_factory.mktemp("store"))
+    database = folder / "omds-ld.sqlite3"
+    running = ExampleServer(
+        database,
+        extra_args=[
+            "--access-log", str(folder / "access.jsonl"),
+            "--request-log", str(folder / "mcp-requests.jsonl"),
+        ],
+    )  # fmt: skip
     running.start()
     yield running
     running.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -40,6 +41,29 @@ class ExampleServer:
 
     def api(self, insurer: str) -> str:
         return f"{self.url}/omds-ld/insurers/{insurer}/api"
+
+    def mcp(self, insurer: str) -> str:
+        return f"{self.url}/omds-ld/insurers/{insurer}/mcp"
+
+    @property
+    def access_log(self) -> Path:
+        return self.database.parent / "access.jsonl"
+
+    @property
+    def request_log(self) -> Path:
+        return self.database.parent / "mcp-requests.jsonl"
+
+    def access_entries(self) -> list[dict[str, Any]]:
+        """What the insurers' interfaces were asked, one entry per HTTP request."""
+        if not self.access_log.exists():
+            return []
+        return [json.loads(line) for line in self.access_log.read_text().splitlines()]
+
+    def request_entries(self) -> list[dict[str, Any]]:
+        """The MCP request log of the example server's MCP endpoints."""
+        if not self.request_log.exists():
+            return []
+        return [json.loads(line) for line in self.request_log.read_text().splitlines()]
 
     def start(self) -> None:
         self.log = self.database.with_suffix(".log")

@@ -109,6 +109,8 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
         changes["openapi"] = Path(args.openapi)
     if args.refresh_seconds is not None:
         changes["refresh_seconds"] = args.refresh_seconds
+    if args.timeout_seconds is not None:
+        changes["timeout_seconds"] = args.timeout_seconds
 
     config = replace(config, **changes)  # type: ignore[arg-type]
     if args.http:
@@ -222,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--openapi", help="another version of the norm's OpenAPI file")
     mcp.add_argument("--request-log", help="request log (JSONL); default: stderr")
     mcp.add_argument("--refresh-seconds", type=float, help="how often process knowledge is re-read")
+    mcp.add_argument(
+        "--timeout-seconds", type=float, help="how long to wait for the insurer (default 10)"
+    )
     mcp.add_argument("--host", help="address to bind (HTTP; default 127.0.0.1)")
     mcp.add_argument("--port", type=int, help=f"port (HTTP; default {DEFAULT_MCP_PORT})")
     mcp.add_argument("--allowed-host", action="append", help="a further Host to accept (HTTP)")

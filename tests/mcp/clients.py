@@ -1,0 +1,69 @@
+"""Real MCP clients for tests: the official SDK's Client over stdio and Streamable HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.servers import ExampleServer
+
+TRANSPORTS = ["stdio", "http-2025-11-25", "http-2026-07-28"]
+
+
+def stdio_parameters(
+    server: ExampleServer, insurer: str, request_log: Path, extra: Sequence[str] = ()
+) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m", "omds_ld.cli", "mcp", "--stdio",
+            "--api", server.api(insurer), "--name", insurer,
+            "--request-log", str(request_log), "--log-level", "warning", *extra,
+        ],
+    )  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    transport: str, server: ExampleServer, insurer: str, request_log: Path
+) -> AsyncIterator[Client]:
+    """An initialized SDK client to one insurer's MCP server over the given transport."""
+    if transport == "stdio":
+        target: Any = stdio_parameters(server, insurer, request_log)
+        mode = "legacy"
+    else:
+        target = server.mcp(insurer)
+        mode = "legacy" if transport.endswith("2025-11-25") else "2026-07-28"
+    async with Client(target, mode=mode) as client:
+        yield client
+
+
+def step(result: Any, tool: str, **match: str) -> dict[str, Any]:
+    """The next step a tool result offered for this tool; fails if it offered none."""
+    for candidate in result.structured_content["nextSteps"]:
+        arguments = candidate.get("arguments", {})
+        if candidate["tool"] == tool and all(arguments.get(k) == v for k, v in match.items()):
+            return dict(candidate)
+    offered = [s["tool"] for s in result.structured_content["nextSteps"]]
+    raise AssertionError(f"{tool} is not offered; next steps: {offered}")
+
+
+async def follow(
+    client: Client, next_step: Mapping[str, Any], body: Any = None, **extra: Any
+) -> Any:
+    """Call a next step with the arguments it named (and a body); the result must not be an error."""
+    arguments = dict(next_step.get("arguments", {}))
+    if body is not None:
+        arguments["body"] = body
+    elif next_step.get("body") is not None:
+        arguments["body"] = next_step["body"]
+    arguments.update(extra)
+    result = await client.call_tool(next_step["tool"], arguments)
+    assert not result.is_error, result.content[0].text
+    return result

@@ -15,7 +15,7 @@ PRECISION_SCHEMA: dict[str, Any] = {
         "returned": {"type": "integer"},
         "total": {"type": "integer"},
         "more_to_find": {"type": "integer"},
-        "how_to_get_more": {"type": ["string", "null"]},
+        "how_to_get_more": {"type": "string"},
     },
 }
 
@@ -30,12 +30,14 @@ class Precision:
     how_to_get_more: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "returned": self.returned,
             "total": self.total,
             "more_to_find": self.more_to_find,
-            "how_to_get_more": self.how_to_get_more if self.more_to_find else None,
         }
+        if self.more_to_find and self.how_to_get_more:
+            out["how_to_get_more"] = self.how_to_get_more
+        return out
 
     def line(self) -> str:
         if not self.more_to_find:

@@ -1,0 +1,90 @@
+"""Peer tools against our MCP server: the MCP Inspector CLI and the official conformance suite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.servers import ExampleServer
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = ROOT / "tools" / "node" / "node_modules" / ".bin"
+REQUIRED_SCENARIOS = [
+    "server-initialize", "tools-list", "ping", "server-session-lifecycle", "dns-rebinding-protection",
+]  # fmt: skip
+
+
+def node_tool(name: str) -> list[str]:
+    """Run a peer tool with the pinned Node 22 (installed by `npm ci --prefix tools/node`)."""
+    node, tool = BIN / "node", BIN / name
+    if not node.exists() or not tool.exists():
+        pytest.fail(
+            f"{tool} is missing: run `npm ci --prefix tools/node` (the README's test command does)"
+        )
+    return [str(node), str(tool)]
+
+
+def run(command: list[str], home: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1"}
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, env=env, cwd=home
+    )
+
+
+def test_inspector_lists_and_calls_tools_over_http(server: ExampleServer, tmp_path: Path) -> None:
+    inspector = [*node_tool("mcp-inspector"), "--cli", server.mcp("disrupto")]
+    listed = run([*inspector, "--method", "tools/list", "--strict"], tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    names = {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
+    assert "inquireTariff" in names and "createCalculation" not in names
+    assert "Warning" not in listed.stderr, "tool schemas should be portable across clients"
+    called = run([*inspector, "--method", "tools/call", "--tool-name", "listProducts"], tmp_path)
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)
+    assert result["structuredContent"]["products"][0]["productId"] == "kraftfahrt-2022"
+    assert not result.get("isError")
+
+
+def test_inspector_lists_and_calls_tools_over_stdio(server: ExampleServer, tmp_path: Path) -> None:
+    command = [
+        *node_tool("mcp-inspector"), "--cli",
+        sys.executable, "-m", "omds_ld.cli", "mcp", "--stdio",
+        "--api", server.api("pfefferminzia"), "--name", "pfefferminzia", "--language", "de",
+        "--log-level", "warning",
+    ]  # fmt: skip
+    listed = run([*command, "--method", "tools/list"], tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "createCalculation" in {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
+    called = run(
+        [*command, "--method", "tools/call", "--tool-name", "readProduct",
+         "--tool-arg", "productId=kraftfahrt-2025"],
+        tmp_path,
+    )  # fmt: skip
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)
+    assert result["structuredContent"]["product"]["label"] == "Kraftfahrt 2025"
+
+
+def test_conformance_suite_passes_beyond_its_fixture_only_scenarios(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    output = tmp_path / "results"
+    result = run(
+        [*node_tool("conformance"), "server",
+         "--url", server.mcp("pfefferminzia"),
+         "--spec-version", "2025-11-25",
+         "--expected-failures", str(ROOT / "tests" / "mcp" / "conformance-baseline.yml"),
+         "-o", str(output)],
+        tmp_path,
+        timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    for scenario in REQUIRED_SCENARIOS:
+        [folder] = [f for f in output.iterdir() if f.name.startswith(f"server-{scenario}-")]
+        checks = json.loads((folder / "checks.json").read_text())
+        assert checks and all(c["status"] == "SUCCESS" for c in checks), (scenario, checks)

@@ -10,10 +10,23 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from omds_ld import __version__
 from omds_ld.insurer.config import DEFAULT_PORT, ServerConfig, default_database
 from omds_ld.mcp.config import DEFAULT_MCP_PORT, HttpConfig, InstanceConfig, McpConfig, load_config
+
+
+class LateApp:
+    """An ASGI app that forwards to one set after construction (the app it is part of)."""
+
+    def __init__(self) -> None:
+        self.app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
 
 
 def _http_settings(args: argparse.Namespace, port: int) -> HttpConfig:
@@ -59,7 +72,10 @@ def _serve(args: argparse.Namespace) -> int:
         request_log=Path(args.request_log) if args.request_log else None,
     )
     state = MemoryStateStore()
-    client = http_client(mcp_config)
+    # The MCP servers call the interfaces of this same process through ASGI: the same HTTP
+    # requests and answers, without a trip through the network stack.
+    insurer_app = LateApp()
+    client = http_client(mcp_config, transport=httpx.ASGITransport(app=insurer_app))
     hosting = McpHosting(build_connectors(mcp_config, norm, state, client), mcp_config.http, state)
 
     @contextlib.asynccontextmanager
@@ -70,6 +86,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = create_app(
         config, norm=norm, insurers=insurers, extra_routes=hosting.routes(), extra_lifespan=running
     )
+    insurer_app.app = app
     out = sys.stderr
     print(f"omds-ld {__version__} example server, store {config.database}", file=out)
     for name, insurer in insurers.items():

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-from jsonschema import Draft202012Validator
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -29,6 +28,7 @@ from omds_ld.insurer.service import Answer, InsurerService
 from omds_ld.insurer.store import Replay, Store
 from omds_ld.norm import Norm, Operation, load_norm
 from omds_ld.norm.jsonld import CONTEXT_URL, context_document
+from omds_ld.norm.schemas import SchemaValidator
 
 log = logging.getLogger("omds_ld.insurer")
 
@@ -75,9 +75,7 @@ class OperationEndpoint:
         self.service = service
         self.operation = operation
         self.handler = service.handler(operation.operation_id)
-        self._param_validators = {
-            p.name: Draft202012Validator(dict(p.schema)) for p in operation.parameters
-        }
+        self._param_validators = {p.name: SchemaValidator(p.schema) for p in operation.parameters}
 
     async def respond(self, request: Request) -> Response:
         try:
@@ -200,12 +198,12 @@ class OperationEndpoint:
                     value_ = int(raw_value)
                 except ValueError:
                     value_ = raw_value
-            errors = list(self._param_validators[parameter.name].iter_errors(value_))
+            errors = self._param_validators[parameter.name].violations(value_)
             if errors:
                 raise Problem(
                     "invalid-parameter",
-                    f"{parameter.name}={raw_value!r} is not admissible: {errors[0].message}",
-                    errors=[FieldError(f"?{parameter.name}", errors[0].message)],
+                    f"{parameter.name}={raw_value!r} is not admissible: {errors[0].detail}",
+                    errors=[FieldError(f"?{parameter.name}", errors[0].detail)],
                 )
             params[parameter.name] = value_
         return params

@@ -71,6 +71,9 @@ class Connector:
         self.draft_at_server: bool | None = None
         self._checked_at = 0.0
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        # built once: the tools for an insurer with and without the draft at the server
+        self._specs = {draft: by_name(tools(norm, draft)) for draft in (True, False)}
+        self._tools = {draft: self._describe(specs) for draft, specs in self._specs.items()}
         self.server = NormServer(
             f"omds-ld-{instance.name}",
             version=__version__,
@@ -83,7 +86,7 @@ class Connector:
 
     @property
     def specs(self) -> dict[str, ToolSpec]:
-        return by_name(tools(self.norm, bool(self.draft_at_server)))
+        return self._specs[bool(self.draft_at_server)]
 
     async def refresh(self, force: bool = False) -> bool:
         """Read the process knowledge again if it is due; whether the tool list changed."""
@@ -114,6 +117,10 @@ class Connector:
                 log.debug("tool list change not sent: %r", error)
 
     def tool_list(self) -> list[types.Tool]:
+        return list(self._tools[bool(self.draft_at_server)])
+
+    @staticmethod
+    def _describe(specs: dict[str, ToolSpec]) -> list[types.Tool]:
         return [
             types.Tool(
                 name=spec.name,
@@ -129,7 +136,7 @@ class Connector:
                     open_world_hint=True,
                 ),
             )
-            for spec in self.specs.values()
+            for spec in specs.values()
         ]
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:

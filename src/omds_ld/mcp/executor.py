@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import hashlib
 import json
@@ -13,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-from jsonschema import Draft202012Validator
 
 from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.condense import Condensed, condense, condense_problem
@@ -22,6 +20,7 @@ from omds_ld.mcp.state import StateStore
 from omds_ld.mcp.upstream import InsurerUnavailable, Upstream
 from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import CONTEXT_URL
+from omds_ld.norm.schemas import SchemaValidator
 
 MAX_STRING = 4000
 IDEMPOTENCY_TTL = 24 * 3600.0
@@ -89,7 +88,7 @@ class Executor:
         self.upstream = upstream
         self.state = state
         self.request_log = request_log
-        self._validators: dict[str, Draft202012Validator] = {}
+        self._validators: dict[str, SchemaValidator] = {}
 
     def _problem(
         self, slug: str, detail: str, errors: list[dict[str, str]] | None = None, **extra: Any
@@ -106,10 +105,10 @@ class Executor:
         problem.update(extra)
         return problem
 
-    def _validator(self, spec: ToolSpec) -> Draft202012Validator:
+    def _validator(self, spec: ToolSpec) -> SchemaValidator:
         validator = self._validators.get(spec.name)
         if validator is None:
-            validator = Draft202012Validator(dict(spec.input_schema))
+            validator = SchemaValidator(spec.input_schema)
             self._validators[spec.name] = validator
         return validator
 
@@ -140,14 +139,9 @@ class Executor:
             if fixed_type and "@type" not in body:
                 body["@type"] = fixed_type
             clean["body"] = body
-        violations = sorted(
-            self._validator(spec).iter_errors(clean), key=lambda e: list(e.absolute_path)
-        )
+        violations = self._validator(spec).violations(clean)
         if violations:
-            found = [
-                {"pointer": "/" + "/".join(str(p) for p in v.absolute_path), "detail": v.message}
-                for v in violations
-            ]
+            found = [{"pointer": v.pointer, "detail": v.detail} for v in violations]
             in_body = any(f["pointer"].startswith("/body") for f in found)
             raise Refusal(
                 self._problem(
@@ -416,7 +410,7 @@ def _log_scope(log: dict[str, Any], condensed: Condensed) -> None:
 
 
 def _tool_result(condensed: Condensed, *, error: bool, full: Any = None) -> types.CallToolResult:
-    structured = copy.deepcopy(condensed.structured)
+    structured = dict(condensed.structured)  # built for this call alone: no copy needed
     content: list[types.ContentBlock] = [types.TextContent(text=condensed.text)]
     if full is not None:
         structured["full"] = full

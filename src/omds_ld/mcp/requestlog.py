@@ -10,7 +10,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 log = logging.getLogger("omds_ld.requests")
 
@@ -21,16 +21,20 @@ class RequestLog:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._out: TextIO | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+            self._out = path.open("a", encoding="utf-8")
 
     def write(self, entry: Mapping[str, Any]) -> None:
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str)
-        if self.path is None:
+        if self._out is None:
             log.info(line)
             return
-        with self._lock, self.path.open("a", encoding="utf-8") as out:
-            out.write(line + "\n")
+        with self._lock:
+            # flushed at once: the entry is on disk before the answer leaves
+            self._out.write(line + "\n")
+            self._out.flush()
 
 
 def field_names(arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -63,9 +63,13 @@ def _connector(
     )
 
 
-def http_client(config: McpConfig) -> httpx.AsyncClient:
+def http_client(
+    config: McpConfig, transport: httpx.AsyncBaseTransport | None = None
+) -> httpx.AsyncClient:
     """The client every connector calls its insurer with: pooled, with a timeout."""
-    return httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_seconds), follow_redirects=False)
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(config.timeout_seconds), follow_redirects=False, transport=transport
+    )
 
 
 async def _refuse(
@@ -177,6 +181,7 @@ class McpHosting:
                     allowed_origins=http.origins,
                 ),
                 session_idle_timeout=http.session_binding_seconds,
+                json_response=True,
                 max_request_body_size=http.max_body_bytes,
             )
             for name, connector in self.connectors.items()

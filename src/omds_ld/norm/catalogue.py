@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 from rdflib import RDFS, Graph
 from rdflib import Literal as RdfLiteral
 
 from omds_ld.norm.jsonld import expand_curie
 from omds_ld.norm.problems import ProblemType, load_problem_types
+from omds_ld.norm.schemas import SchemaValidator, Violation
 from omds_ld.norm.shapes import NodeShape, parse_shapes
 
 Kind = Literal["read", "create", "edit", "inquiry"]
@@ -38,14 +37,6 @@ class Parameter:
 
 
 @dataclass(frozen=True)
-class Violation:
-    """One violation of a JSON schema, located by a JSON pointer into the body."""
-
-    pointer: str
-    detail: str
-
-
-@dataclass(frozen=True)
 class Operation:
     """One operation of the norm: how it is called and what kind of act it is."""
 
@@ -60,7 +51,7 @@ class Operation:
     parameters: tuple[Parameter, ...]
     request_schema: Mapping[str, Any] | None
     body_required: bool
-    _validator: Draft202012Validator | None = field(default=None, repr=False, compare=False)
+    _validator: SchemaValidator | None = field(default=None, repr=False, compare=False)
 
     @property
     def takes_idempotency_key(self) -> bool:
@@ -86,15 +77,7 @@ class Operation:
         """Every violation of the request schema, each with its JSON pointer; empty if valid."""
         if self._validator is None:
             return []
-        found = [_violation(e) for e in self._validator.iter_errors(body)]
-        return sorted(found, key=lambda v: v.pointer)
-
-
-def _violation(error: ValidationError) -> Violation:
-    pointer = "".join(
-        "/" + str(part).replace("~", "~0").replace("/", "~1") for part in error.absolute_path
-    )
-    return Violation(pointer=pointer, detail=error.message)
+        return self._validator.violations(body)
 
 
 def bundle_schema(document: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -184,8 +167,7 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
                 if match is None:
                     raise ValueError(f"{raw['operationId']}: request body must refer to a schema")
                 request_schema = bundle_schema(document, match.group("name"))
-                Draft202012Validator.check_schema(request_schema)
-                validator = Draft202012Validator(request_schema)
+                validator = SchemaValidator(request_schema)
             yield Operation(
                 operation_id=raw["operationId"],
                 method=method.upper(),

@@ -10,7 +10,7 @@ every shape a next step expects. As compact text, and as ``structuredContent`` m
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,8 @@ MAX_PRODUCTS = 50
 
 _OBJECT = {"type": "object"}
 _ARRAY = {"type": "array"}
+# Declared on every tool, so kept small: the top-level parts and their types. Every answer and
+# every tool error matches it (tests/mcp/test_condense.py checks it on real answers).
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["operation", "insurer", "provenance"],
@@ -29,48 +31,32 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "operation": {"type": "string"},
         "insurer": {"type": "string"},
         "status": {"type": "integer"},
-        "case": _OBJECT,
-        "offer": _OBJECT,
-        "processKnowledge": _OBJECT,
-        "products": _ARRAY,
-        "product": _OBJECT,
-        "draft": _OBJECT,
-        "riskObjects": _ARRAY,
-        "validation": _OBJECT,
-        "premium": _OBJECT,
-        "body": _OBJECT,
-        "shape": _OBJECT,
+        **{
+            name: _OBJECT
+            for name in (
+                "case",
+                "offer",
+                "processKnowledge",
+                "product",
+                "draft",
+                "validation",
+                "premium",
+                "body",
+                "shape",
+                "problem",
+                "full",
+            )
+        },
+        **{name: _ARRAY for name in ("products", "riskObjects", "shapes")},
         "window": PRECISION_SCHEMA,
+        "nextStepsScope": PRECISION_SCHEMA,
         "nextSteps": {
             "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["tool", "target"],
-                "properties": {
-                    "tool": {"type": "string"},
-                    "target": {"type": "string"},
-                    "arguments": _OBJECT,
-                    "expects": {"type": "array", "items": {"type": "string"}},
-                    "body": _OBJECT,
-                    "label": {"type": "string"},
-                },
-            },
+            "items": {"type": "object", "required": ["tool", "target"]},
         },
-        "nextStepsScope": PRECISION_SCHEMA,
-        "shapes": _ARRAY,
-        "problem": _OBJECT,
-        "full": _OBJECT,
         "provenance": {
             "type": "object",
             "required": ["insurer", "operation", "url", "time", "fromCache"],
-            "properties": {
-                "insurer": {"type": "string"},
-                "operation": {"type": "string"},
-                "url": {"type": "string"},
-                "time": {"type": "string"},
-                "fromCache": {"type": "boolean"},
-                "durationMs": {"type": "number"},
-            },
         },
     },
 }
@@ -101,7 +87,7 @@ def local(iri: str) -> str:
 def _range(field: Mapping[str, Any]) -> str:
     parts = []
     datatype = field.get("sh:datatype")
-    if datatype:
+    if datatype and "sh:in" not in field:
         parts.append(local(str(datatype)).replace("xsd:", ""))
     if "sh:in" in field:
         parts.append("one of " + ", ".join(str(v) for v in field["sh:in"]))
@@ -144,6 +130,9 @@ class _Writer:
         self.lines: list[str] = []
         self.data: dict[str, Any] = {}
         self.base: str | None = None
+        # in an inquiry's instance, attributes are named by property and nodes by what they are
+        self.by_property = False
+        self.shown_properties: set[str] = set()
 
     def abbreviate_below(self, base: str) -> None:
         """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""
@@ -175,7 +164,10 @@ class _Writer:
         name = label(attribute.get("rdfs:label"), self.language)
         value = attribute.get("p:value")
         shown = "—" if value is None else json.dumps(value, ensure_ascii=False)
-        self.line(f"{name} = {shown} ({_range(attribute)}) {self.iri(attribute['@id'])}", indent)
+        prop = str(attribute.get("p:property", ""))
+        self.shown_properties.add(prop)
+        named = prop if self.by_property else self.iri(attribute["@id"])
+        self.line(f"{name} = {shown} ({_range(attribute)}) {named}", indent)
         return self._attribute_data(attribute)
 
     def node(self, node: Mapping[str, Any], indent: int) -> dict[str, Any]:
@@ -188,7 +180,8 @@ class _Writer:
             flags.append(f"one of group {node['p:exclusiveGroup']}")
         mark = "[x]" if included else "[ ]"
         suffix = f" ({'; '.join(flags)})" if flags else ""
-        self.line(f"{mark} {name}{suffix} {self.iri(node['@id'])}", indent)
+        named = node.get("p:instanceOf") if self.by_property else self.iri(node["@id"])
+        self.line(f"{mark} {name}{suffix} {named}", indent)
         # attributes of an excluded component are shown once it is included
         attributes = [
             self.attribute(a, indent + 1) if included else self._attribute_data(a)
@@ -206,7 +199,8 @@ class _Writer:
 
     def draft(self, draft: Mapping[str, Any], includable: Sequence[str] | None) -> None:
         name = label(draft.get("rdfs:label"), self.language)
-        self.line(f"Draft of {name} {self.iri(draft['@id'])}")
+        named = draft.get("p:instanceOf") if self.by_property else self.iri(draft["@id"])
+        self.line(f"{'Default instance' if self.by_property else 'Draft'} of {name} {named}")
         root_attributes = [self.attribute(a, 1) for a in draft.get("p:attribute", [])]
         parts = [self.node(part, 1) for part in draft.get("p:hasPart", [])]
         structured: dict[str, Any] = {
@@ -232,9 +226,8 @@ class _Writer:
                 k: v for k, v in risk_object.items() if k not in ("@id", "@type", "bc:riskObjectId")
             }
             shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in fields.items())
-            self.line(
-                f"Risk object {risk_object.get('@type')} <{risk_object.get('@id', '')}>: {shown}"
-            )
+            where = self.iri(risk_object.get("@id", ""))
+            self.line(f"Risk object {risk_object.get('@type')} {where}: {shown}")
             out.append(
                 {
                     "iri": risk_object.get("@id"),
@@ -356,23 +349,29 @@ class _Writer:
         self.data["nextSteps"] = out
         self.data["nextStepsScope"] = precision.to_dict()
 
-    def shapes(self, shapes: Sequence[Mapping[str, Any]]) -> None:
+    def shapes(self, shapes: Sequence[Mapping[str, Any]], seen: Collection[str] = ()) -> None:
+        """Each shape with its fields; a shape this session has seen already is only named."""
         out = []
         for shape in shapes:
             name = local(shape["@id"])
             target = shape.get("sh:targetClass", "")
-            self.line(f"Shape {name} ({shape['@id']}) for {target}:")
+            if shape["@id"] in seen:
+                self.line(f"Shape {name} ({shape['@id']}): as shown before")
+                out.append({"iri": shape["@id"], "targetClass": target, "shownBefore": True})
+                continue
+            paths = {str(f["sh:path"]) for f in shape.get("sh:property", [])}
+            attributes = {p for p in paths if not p.startswith("p:")}
+            shown_above = bool(attributes) and attributes <= self.shown_properties
+            self.line(
+                f"Shape {name} ({shape['@id']}) for {target}"
+                + (": its attributes are the ones above" if shown_above else ":")
+            )
             fields = []
             for field in shape.get("sh:property", []):
                 required = field.get("sh:minCount", 0) > 0
                 field_label = label(field.get("sh:name"), self.language)
                 description = label(field.get("sh:description"), self.language)
                 explained = f"{field_label}: {description}" if description else field_label
-                self.line(
-                    f"{field['sh:path']}: {_range(field) or 'see description'}"
-                    f"{', required' if required else ''} — {explained}",
-                    1,
-                )
                 fields.append(
                     {
                         "name": field["sh:path"],
@@ -380,6 +379,13 @@ class _Writer:
                         "required": required,
                         **_range_struct(field),
                     }
+                )
+                if shown_above and field["sh:path"] in self.shown_properties:
+                    continue
+                self.line(
+                    f"{field['sh:path']}: {_range(field) or 'see description'}"
+                    f"{', required' if required else ''} — {explained}",
+                    1,
                 )
             out.append({"iri": shape["@id"], "targetClass": target, "fields": fields})
         self.data["shapes"] = out
@@ -393,28 +399,6 @@ def _arguments(step: Mapping[str, Any]) -> dict[str, Any]:
     return arguments
 
 
-def _minimal_instance(node: Mapping[str, Any]) -> dict[str, Any]:
-    """The parts of an instance an inquiry needs: what it is, what is included, the values."""
-    out: dict[str, Any] = {"p:instanceOf": node["p:instanceOf"]}
-    if "p:included" in node:
-        out["p:included"] = node["p:included"]
-    attributes = [
-        {"p:property": a["p:property"], "p:value": a["p:value"]}
-        for a in node.get("p:attribute", [])
-        if a.get("p:value") is not None
-    ]
-    if attributes:
-        out["p:attribute"] = attributes
-    if "p:hasPart" in node:
-        out["p:hasPart"] = [_minimal_instance(p) for p in node["p:hasPart"]]
-    if "p:hasRiskObject" in node:
-        out["p:hasRiskObject"] = [
-            {k: v for k, v in r.items() if k not in ("@id", "bc:riskObjectId")}
-            for r in node["p:hasRiskObject"]
-        ]
-    return out
-
-
 def condense(
     answer: Mapping[str, Any],
     *,
@@ -423,8 +407,12 @@ def condense(
     language: str,
     status: int,
     provenance: Mapping[str, Any],
+    shapes_seen: Collection[str] = (),
 ) -> Condensed:
-    """Condense one JSON-LD answer of the insurer."""
+    """Condense one JSON-LD answer of the insurer.
+
+    ``shapes_seen`` names the shapes this session was shown already: they are named, not repeated.
+    """
     w = _Writer(language)
     kind = str(answer.get("@type", ""))
     w.data.update({"operation": operation, "insurer": insurer, "status": status})
@@ -449,13 +437,15 @@ def condense(
             int(window_.get("bc:moreToFind", 0)),
             f"call listProducts with offset={next_offset}" if next_offset is not None else None,
         )
+        w.abbreviate_below(str(answer.get("@id", "")))
         w.line(f"Products ({precision.line()}):")
         out = []
         for product in products:
             name = label(product.get("rdfs:label"), language)
             line_of_business = label(product.get("p:lineOfBusiness"), language)
             w.line(
-                f"{name} ({line_of_business}) <{product['@id']}> productId={product.get('bc:productId')}",
+                f"{name} ({line_of_business}) {w.iri(product['@id'])} "
+                f"productId={product.get('bc:productId')}",
                 1,
             )
             out.append(
@@ -494,19 +484,29 @@ def condense(
     elif kind == "bc:DefaultInstance":
         body = answer.get("bc:body", {})
         instance = body.get("p:instance", {})
-        w.abbreviate_below(instance.get("@id", ""))
+        w.by_property = True
         w.draft(instance, None)
         ready = {
             "@type": body.get("@type", "bc:TariffInquiry"),
-            "p:instance": _minimal_instance(instance),
+            "p:instance": {"p:instanceOf": instance.get("p:instanceOf"), "p:hasRiskObject": []},
         }
-        w.line("Ready body for inquireTariff (add the risk object to p:instance/p:hasRiskObject):")
+        w.line("Ready body for inquireTariff; what it leaves out stays as shown above:")
         w.line(json.dumps(ready, ensure_ascii=False, separators=(",", ":")), 1)
+        w.line("Add the risk object to p:instance/p:hasRiskObject. To change a value, add", 1)
+        w.line(
+            '{"p:property": <property>, "p:value": <value>} to p:instance/p:attribute, or to a', 1
+        )
+        w.line(
+            'component\'s {"p:instanceOf": <component>, "p:included": true|false, "p:attribute": [...]}',
+            1,
+        )
+        w.line("in p:instance/p:hasPart.", 1)
         w.data["body"] = ready
     elif kind == "sh:NodeShape":
         w.shapes([answer])
         w.data["shape"] = w.data.pop("shapes")[0]
     elif kind == "bc:TariffResult":
+        w.by_property = True
         w.validation(answer.get("bc:validationReport"))
         w.premium(answer.get("bc:premium"))
         instance = answer.get("p:instance")
@@ -546,7 +546,7 @@ def condense(
 
     w.next_steps(answer.get("bc:nextStep", []), shape_names)
     if answer.get("bc:shape"):
-        w.shapes(answer["bc:shape"])
+        w.shapes(answer["bc:shape"], shapes_seen)
     _provenance(w, provenance)
     return Condensed("\n".join(w.lines), w.data)
 
@@ -590,8 +590,5 @@ def condense_problem(
 
 def _provenance(w: _Writer, provenance: Mapping[str, Any]) -> None:
     source = "cache" if provenance.get("fromCache") else "insurer"
-    w.line(
-        f"Source: {provenance.get('insurer')}, {provenance.get('operation')}, "
-        f"{provenance.get('url')}, {provenance.get('time')}, from {source}"
-    )
+    w.line(f"Source: {source}, {provenance.get('time')}")
     w.data["provenance"] = dict(provenance)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 import weakref
 from typing import Any
 
@@ -71,6 +72,9 @@ class Connector:
         self.draft_at_server: bool | None = None
         self._checked_at = 0.0
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._connection_keys: weakref.WeakKeyDictionary[ServerSession, str] = (
+            weakref.WeakKeyDictionary()
+        )
         # built once: the tools for an insurer with and without the draft at the server
         self._specs = {draft: by_name(tools(norm, draft)) for draft in (True, False)}
         self._tools = {draft: self._describe(specs) for draft, specs in self._specs.items()}
@@ -129,7 +133,6 @@ class Connector:
                 input_schema=dict(spec.input_schema),
                 output_schema=OUTPUT_SCHEMA,
                 annotations=types.ToolAnnotations(
-                    title=spec.title,
                     read_only_hint=spec.annotations.read_only,
                     destructive_hint=spec.annotations.destructive,
                     idempotent_hint=spec.annotations.idempotent,
@@ -157,10 +160,22 @@ class Connector:
         self._remember(ctx)
         await self.refresh(force=self.draft_at_server is None)
         spec = self.specs.get(params.name)
-        session = _session_id(ctx)
+        session = _session_id(ctx) or self._stdio_session(ctx)
         if spec is None:
             return await self.executor.unknown_tool(params.name, sorted(self.specs), session)
         return await self.executor.call(spec, params.arguments, session)
+
+    def _stdio_session(self, ctx: ServerRequestContext[Any]) -> str | None:
+        """Without HTTP, the connection is the session (stdio serves one client)."""
+        if getattr(ctx, "request", None) is not None:
+            return None  # HTTP without a session id: the sessionless era, nothing to remember
+        session = getattr(ctx, "session", None)
+        if not isinstance(session, ServerSession):
+            return None
+        key = self._connection_keys.get(session)
+        if key is None:
+            key = self._connection_keys[session] = f"connection-{uuid.uuid4().hex}"
+        return key
 
 
 def _session_id(ctx: ServerRequestContext[Any]) -> str | None:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from omds_ld.norm.jsonld import CONTEXT_URL
 from omds_ld.norm.schemas import SchemaValidator
 
 MAX_STRING = 4000
+MAX_SESSIONS_REMEMBERED = 10_000
 IDEMPOTENCY_TTL = 24 * 3600.0
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -89,6 +91,8 @@ class Executor:
         self.state = state
         self.request_log = request_log
         self._validators: dict[str, SchemaValidator] = {}
+        # the shapes each session was shown, so that an answer names them instead of repeating
+        self._shapes_seen: OrderedDict[str, set[str]] = OrderedDict()
 
     def _problem(
         self, slug: str, detail: str, errors: list[dict[str, str]] | None = None, **extra: Any
@@ -350,6 +354,7 @@ class Executor:
             if record_key:
                 await self.state.delete(record_key)
             return result
+        seen = self._seen(log.get("session"))
         condensed = condense(
             answer.body,
             operation=spec.name,
@@ -357,7 +362,9 @@ class Executor:
             language=self.instance.language,
             status=answer.status,
             provenance=provenance,
+            shapes_seen=seen,
         )
+        seen.update(s["@id"] for s in answer.body.get("bc:shape", []))
         _log_scope(log, condensed)
         result = _tool_result(
             condensed, error=False, full=answer.body if arguments.get("full") else None
@@ -371,6 +378,18 @@ class Executor:
             }
             await self.state.set(record_key, json.dumps(stored).encode(), IDEMPOTENCY_TTL)
         return result
+
+    def _seen(self, session: str | None) -> set[str]:
+        """The shapes a session was shown (none for calls without a session)."""
+        if session is None:
+            return set()
+        seen = self._shapes_seen.get(session)
+        if seen is None:
+            seen = self._shapes_seen[session] = set()
+            if len(self._shapes_seen) > MAX_SESSIONS_REMEMBERED:
+                self._shapes_seen.popitem(last=False)
+        self._shapes_seen.move_to_end(session)
+        return seen
 
     async def _replay(
         self, spec: ToolSpec, record_key: str, fingerprint: str

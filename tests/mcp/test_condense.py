@@ -1,0 +1,129 @@
+"""Condensation as a pure function, on real answers of the example insurers made in process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from omds_ld.insurer.data import ANONYMOUS, load_insurers
+from omds_ld.insurer.problems import Problem
+from omds_ld.insurer.service import InsurerService
+from omds_ld.insurer.store import Store
+from omds_ld.mcp.condense import MAX_VIOLATIONS, OUTPUT_SCHEMA, condense, condense_problem
+from omds_ld.norm import load_norm
+from tests.insurer.test_flows import SKODA
+
+PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
+PROVENANCE = {
+    "insurer": "P",
+    "operation": "x",
+    "url": "http://i/api",
+    "time": "t",
+    "fromCache": False,
+}
+OUTPUT = Draft202012Validator(OUTPUT_SCHEMA)
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> InsurerService:
+    insurer = load_insurers()["pfefferminzia"]
+    return InsurerService(load_norm(), insurer, Store(tmp_path / "s.sqlite3"), "/api")
+
+
+def condensed(answer: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    return condense(
+        answer, operation="op", insurer="Pfefferminzia", language="de", status=200,
+        provenance=PROVENANCE, shapes_seen=seen,
+    )  # fmt: skip
+
+
+def test_a_case_is_condensed_to_tree_report_steps_and_shapes(service: InsurerService) -> None:
+    case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
+    result = condensed(case)
+    text = result.text
+    assert OUTPUT.is_valid(result.structured)
+    assert len(text.encode()) * 3 < len(json.dumps(case).encode())
+    draft = result.structured["draft"]
+    for node in case["bc:draft"]["p:hasPart"]:
+        assert node["@id"] in {c["iri"] for c in draft["components"]}
+        assert node["@id"].replace(case["@id"], "~") in text
+    assert 'Zulassungsbezirk = "W" (one of W, N, B, O, S, St, K, T, V)' in text
+    assert "can still be included: Insassenunfall, Rechtsschutz" in text
+    assert "Exactly one vehicle" in text
+    for step in case["bc:nextStep"]:
+        assert f"{step['bc:operation']} · {step['bc:target'].replace(case['@id'], '~')}" in text
+    assert "p:powerKw: integer, 1..600, required — Leistung (kW)" in text
+    assert result.structured["nextSteps"][0]["tool"] == "createRiskObject"
+
+
+def test_a_shape_seen_before_is_named_not_repeated(service: InsurerService) -> None:
+    case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
+    vehicle = "https://pfefferminzia.example/shapes/VehicleShape"
+    again = condensed(case, seen=(vehicle,))
+    assert "VehicleShape" in again.text and "as shown before" in again.text
+    assert "p:powerKw" not in again.text
+    assert OUTPUT.is_valid(again.structured)
+
+
+def test_a_premium_is_condensed_with_its_taxes(service: InsurerService) -> None:
+    case_id = service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body[
+        "bc:caseId"
+    ]
+    service.createRiskObject(ANONYMOUS, {"caseId": case_id}, SKODA)
+    priced = dict(service.calculatePremium(ANONYMOUS, {"caseId": case_id}, None).body)
+    result = condensed(priced)
+    assert "Premium: 1684.88 EUR gross per P1Y" in result.text
+    assert "Motorbezogene Versicherungssteuer 712.08" in result.text
+    assert result.structured["premium"]["gross"] == 1684.88
+    assert result.structured["validation"]["conforms"] is True
+    assert OUTPUT.is_valid(result.structured)
+
+
+def test_a_problem_is_condensed_with_kind_and_admissible_steps(service: InsurerService) -> None:
+    case_id = service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body[
+        "bc:caseId"
+    ]
+    with pytest.raises(Problem) as refused:
+        service.calculatePremium(ANONYMOUS, {"caseId": case_id}, None)
+    problem = {
+        "type": "https://w3id.org/omds-ld/problems/draft-not-conforming",
+        "title": "The draft does not conform",
+        "status": 409,
+        "detail": refused.value.detail,
+        **refused.value.extra,
+        "bc:nextStep": refused.value.next_steps,
+    }
+    result = condense_problem(
+        problem, operation="calculatePremium", insurer="P", language="de", kind="conflict",
+        provenance=PROVENANCE,
+    )  # fmt: skip
+    assert "refused (conflict)" in result.text
+    assert "Still admissible" in result.text and "createRiskObject" in result.text
+    assert result.structured["problem"]["kind"] == "conflict"
+    assert result.structured["validation"]["conforms"] is False
+    assert OUTPUT.is_valid(result.structured)
+
+
+def test_a_long_report_is_bounded_with_a_precision_block() -> None:
+    results = [
+        {
+            "sh:focusNode": f"https://x/n{i}",
+            "sh:resultPath": "p:x",
+            "sh:resultMessage": {"en": "bad"},
+        }
+        for i in range(MAX_VIOLATIONS + 7)
+    ]
+    answer = {
+        "@type": "bc:TariffResult",
+        "bc:validationReport": {"sh:conforms": False, "sh:result": results},
+        "bc:nextStep": [],
+    }
+    result = condensed(answer)
+    scope = result.structured["validation"]["scope"]
+    assert (scope["returned"], scope["total"], scope["more_to_find"]) == (MAX_VIOLATIONS, 27, 7)
+    assert "full=true" in scope["how_to_get_more"]
+    assert result.text.count("https://x/n") == MAX_VIOLATIONS

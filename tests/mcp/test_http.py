@@ -98,3 +98,9 @@ def test_a_binding_lapses_after_the_last_request(
     time.sleep(2.0)
     lapsed = client.post(url, json=LIST_TOOLS, headers={**HEADERS, "Mcp-Session-Id": session})
     assert lapsed.status_code == 404
+
+
+def test_oversized_bodies_are_refused(client: httpx.Client, server: ExampleServer) -> None:
+    big = {**LIST_TOOLS, "params": {"padding": "x" * (2 * 1024 * 1024)}}
+    response = client.post(server.mcp("pfefferminzia"), json=big, headers=HEADERS)
+    assert response.status_code == 413

@@ -1,0 +1,31 @@
+"""The benchmarks run on a clean machine and print their figures (no time is asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(script: str, *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def test_insurer_benchmark_prints_latency_and_throughput() -> None:
+    out = run("insurer.py", "--requests", "20", "--seconds", "0.5")
+    assert "calculatePremium (SHACL incl.)" in out and "inquireTariff (SHACL incl.)" in out
+    assert "p50" in out and "req/s" in out and "GET /healthz (baseline)" in out
+
+
+def test_mcp_benchmark_compares_sizes_and_latency() -> None:
+    out = run("mcp.py", "--requests", "5")
+    for heading in ("tools/list", "condensed text vs the insurer's full JSON-LD", "p50 latency"):
+        assert heading in out
+    assert "FastMCP" in out and "all flows" in out

@@ -24,7 +24,7 @@ def node_tool(name: str) -> list[str]:
     node, tool = BIN / "node", BIN / name
     if not node.exists() or not tool.exists():
         pytest.fail(
-            f"{tool} is missing: run `npm ci --prefix tools/node` (the README's test command does)"
+            f"{tool} is missing: run `npm install --prefix tools/node` (the README test command does)"
         )
     return [str(node), str(tool)]
 

@@ -20,7 +20,7 @@ REQUIRED_SCENARIOS = [
 
 
 def node_tool(name: str) -> list[str]:
-    """Run a peer tool with the pinned Node 22 (installed by `npm ci --prefix tools/node`)."""
+    """Run a peer tool with the pinned Node 22 (installed by `npm install --prefix tools/node`)."""
     node, tool = BIN / "node", BIN / name
     if not node.exists() or not tool.exists():
         pytest.fail(

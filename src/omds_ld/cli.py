@@ -189,6 +189,87 @@ def _mcp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _agent_factory(spec: str) -> Any:
+    from omds_ld.scenarios.agents.reference import ReferenceAgent
+
+    if spec == "reference":
+        return ReferenceAgent
+    raise SystemExit(
+        f"unknown agent {spec!r}: this version runs the reference agent; model agents "
+        "(anthropic:MODEL, openai:MODEL) are not built yet"
+    )
+
+
+def _scenario_run(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from rich.console import Console
+
+    from omds_ld.scenarios.embedded import example_server
+    from omds_ld.scenarios.report import metrics, render, summarize
+    from omds_ld.scenarios.runner import RunRecord, run_all
+    from omds_ld.scenarios.scenario import builtin_scenarios, load_scenario
+
+    paths = [Path(f) for f in args.files] or builtin_scenarios()
+    scenarios = [load_scenario(p) for p in paths]
+    make_agent = _agent_factory(args.agent)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) if args.out else Path("omds-ld-runs") / stamp
+    console = Console(stderr=True)
+
+    def progress(record: RunRecord) -> None:
+        verdict = "pass" if record.grade.passed else f"FAIL ({record.grade.end_reason})"
+        failed = [c.name for c in record.grade.criteria if not c.passed]
+        console.print(
+            f"{record.scenario} #{record.index} {record.agent}: {verdict} {' '.join(failed)}"
+        )
+
+    async def go(base_url: str) -> list[RunRecord]:
+        return await run_all(scenarios, make_agent, args.runs, base_url, out, progress)
+
+    if args.base_url:
+        records = asyncio.run(go(args.base_url))
+    else:
+        with example_server() as url:
+            records = asyncio.run(go(url))
+    from omds_ld.scenarios.protocol import read_protocol
+
+    rows = summarize([(r.grade, metrics(read_protocol(r.protocol))) for r in records])
+    Console(width=180).print(render(rows))
+    console.print(f"protocols in {out}")
+    return 0 if all(r.grade.passed for r in records) else 1
+
+
+def _scenario_grade(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from omds_ld.scenarios.grader import grade
+    from omds_ld.scenarios.protocol import read_protocol
+    from omds_ld.scenarios.report import metrics, render, summarize
+
+    graded = []
+    console = Console(width=180)
+    for name in args.protocols:
+        protocol = read_protocol(Path(name))
+        verdict = grade(protocol)
+        graded.append((verdict, metrics(protocol)))
+        console.print(f"{name}: {'pass' if verdict.passed else 'FAIL'}")
+        for criterion in verdict.criteria:
+            mark = "ok  " if criterion.passed else "FAIL"
+            lines = ", ".join(str(n) for n in criterion.evidence)
+            console.print(
+                f"  {mark} {criterion.name:<12} {criterion.reason}  [lines {lines or '—'}]"
+            )
+    console.print(render(summarize(graded)))
+    return 0 if all(g.passed for g, _ in graded) else 1
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from omds_ld.scenarios.demo import run_demo
+
+    return run_demo(print)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="omds-ld", description="OMDS LD for AI agents")
     parser.add_argument("--version", action="version", version=f"omds-ld {__version__}")
@@ -253,6 +334,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     mcp.set_defaults(run=_mcp)
+
+    scenario = commands.add_parser("scenario", help="run agents on scenarios; grade protocols")
+    scenario_commands = scenario.add_subparsers(dest="scenario_command", required=True)
+    run = scenario_commands.add_parser("run", help="run scenarios (default: the built-in ones)")
+    run.add_argument("files", nargs="*", help="scenario files (YAML)")
+    run.add_argument("--agent", default="reference", help="reference (no model)")
+    run.add_argument("--runs", type=int, help="runs per scenario (default: as the scenario says)")
+    run.add_argument("--base-url", help="an example server's URL (default: start one)")
+    run.add_argument("--out", help="folder for the protocols (default: omds-ld-runs/<time>)")
+    run.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    run.set_defaults(run=_scenario_run)
+    grade = scenario_commands.add_parser("grade", help="grade existing protocols (JSONL)")
+    grade.add_argument("protocols", nargs="+")
+    grade.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    grade.set_defaults(run=_scenario_grade)
+
+    demo = commands.add_parser("demo", help="the reference agent on the seed's two examples")
+    demo.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    demo.set_defaults(run=_demo)
     return parser
 
 

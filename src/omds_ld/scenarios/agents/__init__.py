@@ -1,0 +1,1 @@
+"""Agents the runner can run: the reference agent (no model) and model adapters."""

@@ -1,0 +1,142 @@
+"""The reference agent: no model. It follows next steps only, and fills the fields of the shapes
+they expect from the scenario's facts. The deterministic baseline of every scenario."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from omds_ld.norm.jsonld import expand_curie
+from omds_ld.scenarios.scenario import Scenario
+from omds_ld.scenarios.session import AgentGaveUp, RunSession
+
+ENTRY = "listProducts"
+STARTS = ("createCalculation", "readDefaultInstance")
+MAX_STEPS = 12
+
+
+def _step(result: Any, tool: str, target: str | None = None) -> dict[str, Any] | None:
+    for step in (result.structured_content or {}).get("nextSteps", []):
+        if step["tool"] == tool and (target is None or step["target"] == target):
+            return dict(step)
+    return None
+
+
+def _fields(shape_fields: list[Mapping[str, Any]], facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The facts that fill a shape's fields, matched by field name or label."""
+    by_label = {str(k).lower(): v for k, v in facts.items()}
+    body: dict[str, Any] = {}
+    for field in shape_fields:
+        name = str(field["name"])
+        if name in facts:
+            body[name] = facts[name]
+        elif str(field.get("label", "")).lower() in by_label:
+            body[name] = by_label[str(field.get("label", "")).lower()]
+    return body
+
+
+def _german(amount: Decimal) -> str:
+    return f"{amount:,.2f}".replace(",", "X").replace(".", ",").replace("X", ".")
+
+
+class ReferenceAgent:
+    """Follows next steps; knows no process, product or vocabulary beyond the scenario's facts."""
+
+    name = "reference"
+    model: str | None = None
+
+    def __init__(self) -> None:
+        self._shapes: dict[str, list[Mapping[str, Any]]] = {}
+
+    async def run(self, scenario: Scenario, session: RunSession) -> str:
+        self._shapes = {}  # the fields of every shape this run was shown
+        lines = []
+        for server in scenario.servers:
+            premium, currency, assumed = await self._calculate(server, scenario, session)
+            lines.append(
+                f"{server}: premium {premium:.2f} {currency} per year "
+                f"(Prämie {_german(premium)} {currency} pro Jahr)."
+            )
+            if assumed:
+                lines.append(
+                    "Assumed, as the task does not say (the insurer's defaults) / Annahmen: "
+                    + "; ".join(assumed)
+                )
+        return "\n".join(lines)
+
+    async def _calculate(
+        self, server: str, scenario: Scenario, session: RunSession
+    ) -> tuple[Decimal, str, list[str]]:
+        risk_class = expand_curie(str(scenario.facts.get("@type", "")))
+        products = await session.call(server, ENTRY, {})
+        offered = [
+            p for p in products.structured_content["products"]
+            if p.get("riskObjectClass") == risk_class
+        ]  # fmt: skip
+        if not offered:
+            raise AgentGaveUp(f"{server} offers no product for {risk_class}")
+        start = next(
+            (s for tool in STARTS if (s := _step(products, tool, offered[0]["iri"]))), None
+        )
+        if start is None:
+            raise AgentGaveUp(f"{server}: no next step starts a calculation")
+        result = await session.call(
+            server, start["tool"], self._arguments(start, start.get("body"))
+        )
+        assumed = self._assumptions(result)
+        inquiry_body = (result.structured_content or {}).get("body")
+        attempt = 0
+        for _ in range(MAX_STEPS):
+            content = result.structured_content or {}
+            self._remember(content)
+            premium = content.get("premium")
+            if premium and content.get("validation", {}).get("conforms") and not result.is_error:
+                return Decimal(str(premium["gross"])), premium.get("currency", ""), assumed
+            risk = {**scenario.facts, **(scenario.first_attempt if attempt == 0 else {})}
+            if (step := _step(result, "createRiskObject")) and not content.get("riskObjects"):
+                attempt += 1
+                shape = self._shape(step)
+                body = {"@type": scenario.facts["@type"], **_fields(shape, risk)}
+                result = await session.call(server, step["tool"], self._arguments(step, body))
+            elif (step := _step(result, "inquireTariff")) and inquiry_body is not None:
+                attempt += 1
+                shape = self._shape(step)
+                vehicle = {"@type": scenario.facts["@type"], **_fields(shape, risk)}
+                body = {
+                    **inquiry_body,
+                    "p:instance": {**inquiry_body["p:instance"], "p:hasRiskObject": [vehicle]},
+                }
+                result = await session.call(server, step["tool"], self._arguments(step, body))
+            elif step := _step(result, "calculatePremium"):
+                result = await session.call(server, step["tool"], self._arguments(step, None))
+            else:
+                offered_tools = [s["tool"] for s in content.get("nextSteps", [])]
+                raise AgentGaveUp(f"{server}: no step leads on; offered: {offered_tools}")
+        raise AgentGaveUp(f"{server}: no premium after {MAX_STEPS} steps")
+
+    @staticmethod
+    def _arguments(step: Mapping[str, Any], body: Any) -> dict[str, Any]:
+        arguments = dict(step.get("arguments", {}))
+        if body is not None:
+            arguments["body"] = body
+        return arguments
+
+    def _remember(self, content: Mapping[str, Any]) -> None:
+        for shape in content.get("shapes", []):
+            if shape.get("fields"):
+                self._shapes[shape["iri"]] = shape["fields"]
+
+    def _shape(self, step: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        """The fields of the shapes a step expects, as this run was shown them."""
+        return [f for iri in step.get("expects", []) for f in self._shapes.get(iri, [])]
+
+    @staticmethod
+    def _assumptions(result: Any) -> list[str]:
+        """Every attribute value of the draft the task did not set: the insurer's defaults."""
+        draft = (result.structured_content or {}).get("draft", {})
+        assumed = [f"{a['label']} = {a['value']}" for a in draft.get("attributes", [])]
+        for component in draft.get("components", []):
+            if component.get("included"):
+                assumed += [f"{a['label']} = {a['value']}" for a in component.get("attributes", [])]
+        return assumed

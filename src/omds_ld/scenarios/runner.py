@@ -1,0 +1,138 @@
+"""The runner: our own small asyncio loop over the official MCP client, one protocol per run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+from mcp import Client
+
+from omds_ld.scenarios.grader import Grade, grade
+from omds_ld.scenarios.protocol import FINAL, RUN_END, RUN_START, TOOLS_LIST, ProtocolWriter
+from omds_ld.scenarios.scenario import Scenario
+from omds_ld.scenarios.session import AgentGaveUp, BudgetExceeded, RunSession
+
+
+class Agent(Protocol):
+    """Something that completes a scenario's task with the session's tools."""
+
+    name: str
+    model: str | None
+
+    async def run(self, scenario: Scenario, session: RunSession) -> str: ...
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One finished run: where its protocol is and how it was graded."""
+
+    scenario: str
+    agent: str
+    index: int
+    protocol: Path
+    grade: Grade
+
+
+def mcp_url(base_url: str, server: str) -> str:
+    return f"{base_url.rstrip('/')}/omds-ld/insurers/{server}/mcp"
+
+
+def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
+    """The scenario as the protocol keeps it, so that grading needs nothing but the protocol."""
+    if scenario.path is not None:
+        raw: dict[str, Any] = yaml.safe_load(scenario.path.read_text("utf-8"))
+        return raw
+    return {
+        "id": scenario.id,
+        "title": scenario.title,
+        "task": scenario.task,
+        "servers": list(scenario.servers),
+        "facts": dict(scenario.facts),
+        "expected": {
+            "premiums": {k: str(v) for k, v in scenario.premiums.items()},
+            "currency": scenario.currency,
+        },
+        "assumptions": [
+            {"name": a.name, "wordings": {k: list(v) for k, v in a.wordings.items()}}
+            for a in scenario.assumptions
+        ],
+        "budget": dataclasses.asdict(scenario.budget),
+    }
+
+
+async def run_once(
+    scenario: Scenario, agent: Agent, base_url: str, out_dir: Path, index: int
+) -> RunRecord:
+    """One run of one scenario: connect, list tools, let the agent work, record how it ended."""
+    path = out_dir / f"{scenario.id}.{agent.name.replace(':', '_')}.{index}.jsonl"
+    writer = ProtocolWriter(path)
+    writer.write(
+        RUN_START,
+        scenario=_scenario_snapshot(scenario),
+        agent=agent.name,
+        run=index,
+        **{"gen_ai.request.model": agent.model, "settings": {"base_url": base_url}},
+    )
+    started = time.monotonic()
+    reason, detail = "done", ""
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            clients = {}
+            for server in scenario.servers:
+                client = await stack.enter_async_context(
+                    Client(mcp_url(base_url, server), mode="legacy")
+                )
+                listed = await client.list_tools()
+                tools = [
+                    t.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    for t in listed.tools
+                ]
+                writer.write(TOOLS_LIST, **{"mcp.server": server, "tools": tools})
+                clients[server] = client
+            session = RunSession(clients, writer, scenario.budget)
+            session.tools = {s: [] for s in clients}
+            final = await asyncio.wait_for(
+                agent.run(scenario, session), timeout=scenario.budget.seconds
+            )
+            writer.write(FINAL, text=final)
+    except BudgetExceeded as error:
+        reason, detail = "budget", str(error)
+    except TimeoutError:
+        reason, detail = "budget", f"wall time over {scenario.budget.seconds} s"
+    except AgentGaveUp as error:
+        reason, detail = "agent", str(error)
+    except (OSError, ConnectionError) as error:
+        reason, detail = "infrastructure", repr(error)
+    except Exception as error:  # a failure outside the agent's task: counted apart
+        reason, detail = "infrastructure", repr(error)
+    writer.write(
+        RUN_END, reason=reason, detail=detail, seconds=round(time.monotonic() - started, 3)
+    )
+    writer.close()
+    return RunRecord(scenario.id, agent.name, index, path, grade(writer.events))
+
+
+async def run_all(
+    scenarios: Sequence[Scenario],
+    make_agent: Callable[[], Agent],
+    runs: int | None,
+    base_url: str,
+    out_dir: Path,
+    progress: Callable[[RunRecord], None] | None = None,
+) -> list[RunRecord]:
+    """Every scenario, ``runs`` times each (or as often as the scenario says), one after another."""
+    records = []
+    for scenario in scenarios:
+        for index in range(1, (runs or scenario.runs) + 1):
+            record = await run_once(scenario, make_agent(), base_url, out_dir, index)
+            records.append(record)
+            if progress is not None:
+                progress(record)
+    return records

@@ -1,0 +1,93 @@
+"""Scenarios as data: a task, the MCP servers it uses, the expected outcome, assumptions, a budget."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A value the task leaves open; a correct final answer names it, in one of these wordings."""
+
+    name: str
+    wordings: Mapping[str, tuple[str, ...]]
+
+    @property
+    def all_wordings(self) -> tuple[str, ...]:
+        return tuple(w for words in self.wordings.values() for w in words)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one run may spend: tool calls, tokens, cost (USD) and wall time (seconds)."""
+
+    tool_calls: int = 20
+    tokens: int = 100_000
+    cost: float = 1.0
+    seconds: float = 300.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One task for an agent, and what a passing run looks like."""
+
+    id: str
+    title: str
+    task: str
+    servers: tuple[str, ...]
+    facts: Mapping[str, Any]
+    premiums: Mapping[str, Decimal]
+    currency: str
+    assumptions: tuple[Assumption, ...]
+    budget: Budget
+    runs: int = 1
+    first_attempt: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario:
+    expected = raw.get("expected", {})
+    servers = tuple(raw["servers"])
+    if "premiums" in expected:
+        premiums = {k: Decimal(str(v)) for k, v in expected["premiums"].items()}
+    else:
+        premiums = {servers[0]: Decimal(str(expected["premium"]))}
+    assumptions = tuple(
+        Assumption(
+            name=a["name"],
+            wordings={lang: tuple(words) for lang, words in a.get("wordings", {}).items()},
+        )
+        for a in raw.get("assumptions", ())
+    )
+    budget = Budget(**raw.get("budget", {}))
+    return Scenario(
+        id=raw["id"],
+        title=raw.get("title", raw["id"]),
+        task=" ".join(str(raw["task"]).split()),
+        servers=servers,
+        facts=dict(raw.get("facts", {})),
+        premiums=premiums,
+        currency=expected.get("currency", "EUR"),
+        assumptions=assumptions,
+        budget=budget,
+        runs=int(raw.get("runs", 1)),
+        first_attempt=dict(raw.get("first_attempt", {})),
+        path=path,
+    )
+
+
+def load_scenario(path: Path) -> Scenario:
+    return parse_scenario(yaml.safe_load(path.read_text("utf-8")), path)
+
+
+def builtin_scenarios() -> list[Path]:
+    """The scenarios shipped with the package."""
+    folder = Path(str(resources.files("omds_ld.scenarios").joinpath("builtin")))
+    return sorted(folder.glob("*.yaml"))

@@ -1,0 +1,103 @@
+"""One run's access to the MCP servers: every call recorded in the protocol, the budget enforced."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from mcp import Client
+
+from omds_ld.scenarios.protocol import MODEL_CALL, TOOL_CALL, ProtocolWriter
+from omds_ld.scenarios.scenario import Budget
+
+
+class BudgetExceeded(Exception):
+    """The run would spend more than its budget allows; it is stopped."""
+
+
+class AgentGaveUp(Exception):
+    """The agent found no way on."""
+
+
+def result_text(result: Any) -> str:
+    """The exact text a model sees of a tool result: its text content blocks."""
+    return "\n".join(
+        getattr(block, "text", "") for block in result.content if getattr(block, "text", None)
+    )
+
+
+class RunSession:
+    """The tools of the scenario's servers, called through the real MCP client."""
+
+    def __init__(
+        self, clients: Mapping[str, Client], writer: ProtocolWriter, budget: Budget
+    ) -> None:
+        self.clients = dict(clients)
+        self.writer = writer
+        self.budget = budget
+        self.tools: dict[str, list[dict[str, Any]]] = {}
+        self.tool_calls = 0
+        self.tokens = 0
+        self.cost = 0.0
+        self.started = time.monotonic()
+
+    def _check(self) -> None:
+        if time.monotonic() - self.started > self.budget.seconds:
+            raise BudgetExceeded(f"wall time over {self.budget.seconds} s")
+        if self.tokens > self.budget.tokens:
+            raise BudgetExceeded(f"{self.tokens} tokens, over {self.budget.tokens}")
+        if self.cost > self.budget.cost:
+            raise BudgetExceeded(f"cost {self.cost:.4f}, over {self.budget.cost}")
+
+    async def call(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Any:
+        """Call a tool at a server; the call and its raw result go into the protocol first."""
+        self._check()
+        if self.tool_calls >= self.budget.tool_calls:
+            raise BudgetExceeded(f"more than {self.budget.tool_calls} tool calls")
+        self.tool_calls += 1
+        started = time.perf_counter()
+        result = await self.clients[server].call_tool(tool, dict(arguments))
+        self.writer.write(
+            TOOL_CALL,
+            **{
+                "mcp.server": server,
+                "gen_ai.tool.name": tool,
+                "gen_ai.tool.call.arguments": dict(arguments),
+                "mcp.tool.result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
+                "text": result_text(result),
+                "is_error": bool(result.is_error),
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            },
+        )
+        return result
+
+    def model_call(
+        self,
+        *,
+        model: str,
+        usage: Mapping[str, int],
+        raw_usage: Mapping[str, Any],
+        cost: float,
+        duration_ms: float,
+    ) -> None:
+        """Record one model call with raw and normalised usage and its cost, then check the budget."""
+        spent = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        self.tokens += spent
+        self.cost += cost
+        self.writer.write(
+            MODEL_CALL,
+            **{
+                "gen_ai.request.model": model,
+                "gen_ai.usage.input_tokens": usage.get("input_tokens", 0),
+                "gen_ai.usage.output_tokens": usage.get("output_tokens", 0),
+                "gen_ai.usage.cache_read_input_tokens": usage.get("cache_read_input_tokens", 0),
+                "gen_ai.usage.cache_creation_input_tokens": usage.get(
+                    "cache_creation_input_tokens", 0
+                ),
+                "raw_usage": dict(raw_usage),
+                "cost_usd": cost,
+                "duration_ms": duration_ms,
+            },
+        )
+        self._check()

@@ -1,0 +1,66 @@
+"""The reference agent passes every shipped scenario in every run, through the real MCP servers."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from omds_ld.scenarios.agents.reference import ReferenceAgent
+from omds_ld.scenarios.protocol import FINAL, RUN_START, TOOL_CALL, TOOLS_LIST, read_protocol
+from omds_ld.scenarios.runner import run_all
+from omds_ld.scenarios.scenario import builtin_scenarios, load_scenario
+from tests.servers import ExampleServer
+
+SCENARIOS = {p.stem: p for p in builtin_scenarios()}
+
+
+def test_the_shipped_scenarios_cover_the_required_cases() -> None:
+    loaded = [load_scenario(p) for p in SCENARIOS.values()]
+    assert {"pfefferminzia-skoda", "disrupto-skoda", "angloamerican-home"} <= set(SCENARIOS)
+    assert any(len(s.servers) == 2 for s in loaded), "a comparison at two insurers"
+    assert any(s.first_attempt for s in loaded), "one whose first body is refused"
+    assert all(s.assumptions and s.budget.tool_calls for s in loaded)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_reference_agent_passes_in_every_run(
+    name: str, server: ExampleServer, tmp_path: Path
+) -> None:
+    scenario = load_scenario(SCENARIOS[name])
+    records = asyncio.run(run_all([scenario], ReferenceAgent, None, server.url, tmp_path))
+    assert len(records) == scenario.runs
+    for record in records:
+        failed = [f"{c.name}: {c.reason}" for c in record.grade.criteria if not c.passed]
+        assert record.grade.passed, failed
+        kinds = [e["event"] for e in read_protocol(record.protocol)]
+        assert (
+            kinds[0] == RUN_START and TOOLS_LIST in kinds and TOOL_CALL in kinds and FINAL in kinds
+        )
+
+
+def test_the_recovering_scenario_really_recovers(server: ExampleServer, tmp_path: Path) -> None:
+    scenario = load_scenario(SCENARIOS["pfefferminzia-recover"])
+    [record] = asyncio.run(run_all([scenario], ReferenceAgent, 1, server.url, tmp_path))
+    calls = [e for e in read_protocol(record.protocol) if e["event"] == TOOL_CALL]
+    refused = [c for c in calls if c["is_error"]]
+    assert [c["gen_ai.tool.name"] for c in refused] == ["createRiskObject"]
+    assert "kW" in refused[0]["text"]
+    assert record.grade.passed
+
+
+def test_demo_prints_each_step_and_the_premium() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "demo"], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    for expected in (
+        "listProducts", "createCalculation · https://pfefferminzia.example/products/kraftfahrt-2025",
+        "createRiskObject", "premium 1684.88 EUR", "readDefaultInstance", "inquireTariff",
+        "premium 1327.06 EUR", "Grade: passes all six criteria",
+    ):  # fmt: skip
+        assert expected in out, expected

@@ -189,15 +189,20 @@ def _mcp(args: argparse.Namespace) -> int:
     return 0
 
 
-def _agent_factory(spec: str) -> Any:
+def _agent_factory(spec: str, model_base_url: str | None) -> Any:
+    import os
+
+    from omds_ld.scenarios.agents.models import make_agent
     from omds_ld.scenarios.agents.reference import ReferenceAgent
 
     if spec == "reference":
         return ReferenceAgent
-    raise SystemExit(
-        f"unknown agent {spec!r}: this version runs the reference agent; model agents "
-        "(anthropic:MODEL, openai:MODEL) are not built yet"
-    )
+    environment = dict(os.environ)  # the one place keys are read: handed to the adapter
+    try:
+        make_agent(spec, environment, model_base_url)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+    return lambda: make_agent(spec, environment, model_base_url)
 
 
 def _scenario_run(args: argparse.Namespace) -> int:
@@ -212,7 +217,7 @@ def _scenario_run(args: argparse.Namespace) -> int:
 
     paths = [Path(f) for f in args.files] or builtin_scenarios()
     scenarios = [load_scenario(p) for p in paths]
-    make_agent = _agent_factory(args.agent)
+    make_agent = _agent_factory(args.agent, args.model_base_url)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) if args.out else Path("omds-ld-runs") / stamp
     console = Console(stderr=True)
@@ -339,7 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_commands = scenario.add_subparsers(dest="scenario_command", required=True)
     run = scenario_commands.add_parser("run", help="run scenarios (default: the built-in ones)")
     run.add_argument("files", nargs="*", help="scenario files (YAML)")
-    run.add_argument("--agent", default="reference", help="reference (no model)")
+    run.add_argument(
+        "--agent",
+        default="reference",
+        help="reference (no model), anthropic:MODEL or openai:MODEL (keys from the environment)",
+    )
+    run.add_argument(
+        "--model-base-url",
+        help="an OpenAI-compatible endpoint for openai:MODEL (e.g. a local server)",
+    )
     run.add_argument("--runs", type=int, help="runs per scenario (default: as the scenario says)")
     run.add_argument("--base-url", help="an example server's URL (default: start one)")
     run.add_argument("--out", help="folder for the protocols (default: omds-ld-runs/<time>)")

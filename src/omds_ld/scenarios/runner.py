@@ -67,6 +67,25 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
     }
 
 
+def _leaf(error: BaseException) -> BaseException:
+    """The first exception inside task groups' exception groups."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def _ending(raised: Exception, scenario: Scenario) -> tuple[str, str]:
+    """How a run ended that did not end with a final answer."""
+    error = _leaf(raised)
+    if isinstance(error, BudgetExceeded):
+        return "budget", str(error)
+    if isinstance(error, TimeoutError):
+        return "budget", f"wall time over {scenario.budget.seconds} s"
+    if isinstance(error, AgentGaveUp):
+        return "agent", str(error)
+    return "infrastructure", repr(error)  # a failure outside the agent's task: counted apart
+
+
 async def run_once(
     scenario: Scenario, agent: Agent, base_url: str, out_dir: Path, index: int
 ) -> RunRecord:
@@ -85,33 +104,26 @@ async def run_once(
     try:
         async with contextlib.AsyncExitStack() as stack:
             clients = {}
+            tools: dict[str, list[dict[str, Any]]] = {}
             for server in scenario.servers:
                 client = await stack.enter_async_context(
                     Client(mcp_url(base_url, server), mode="legacy")
                 )
                 listed = await client.list_tools()
-                tools = [
+                tools[server] = [
                     t.model_dump(by_alias=True, mode="json", exclude_none=True)
                     for t in listed.tools
                 ]
-                writer.write(TOOLS_LIST, **{"mcp.server": server, "tools": tools})
+                writer.write(TOOLS_LIST, **{"mcp.server": server, "tools": tools[server]})
                 clients[server] = client
             session = RunSession(clients, writer, scenario.budget)
-            session.tools = {s: [] for s in clients}
+            session.tools = tools
             final = await asyncio.wait_for(
                 agent.run(scenario, session), timeout=scenario.budget.seconds
             )
             writer.write(FINAL, text=final)
-    except BudgetExceeded as error:
-        reason, detail = "budget", str(error)
-    except TimeoutError:
-        reason, detail = "budget", f"wall time over {scenario.budget.seconds} s"
-    except AgentGaveUp as error:
-        reason, detail = "agent", str(error)
-    except (OSError, ConnectionError) as error:
-        reason, detail = "infrastructure", repr(error)
-    except Exception as error:  # a failure outside the agent's task: counted apart
-        reason, detail = "infrastructure", repr(error)
+    except Exception as raised:
+        reason, detail = _ending(raised, scenario)
     writer.write(
         RUN_END, reason=reason, detail=detail, seconds=round(time.monotonic() - started, 3)
     )

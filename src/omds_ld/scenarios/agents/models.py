@@ -1,0 +1,211 @@
+"""Model agents: a short fixed instruction, the MCP servers' tools, a loop until a final answer.
+
+The loop is ours and small, so that the model sees exactly the tool results the protocol records.
+``anthropic:MODEL`` uses the Anthropic SDK; ``openai:MODEL`` any OpenAI-compatible endpoint.
+Keys come from the environment the command line hands over; temperature is 0.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from omds_ld.scenarios.scenario import Scenario
+from omds_ld.scenarios.session import AgentGaveUp, RunSession, result_text
+
+INSTRUCTION = (
+    "You have tools of one or more MCP servers; a tool's name begins with its server's name. "
+    "Complete the user's task with them. When you are done, answer in the user's language with "
+    "the result, and name every value you assumed that the task did not state."
+)
+SEPARATOR = "__"
+
+
+@dataclass(frozen=True)
+class Price:
+    input: float
+    output: float
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+    def cost(self, usage: Mapping[str, int]) -> float:
+        return (
+            usage.get("input_tokens", 0) * self.input
+            + usage.get("output_tokens", 0) * self.output
+            + usage.get("cache_read_input_tokens", 0) * self.cache_read
+            + usage.get("cache_creation_input_tokens", 0) * self.cache_write
+        ) / 1_000_000
+
+
+def prices() -> tuple[str, dict[str, Price]]:
+    """The dated price table shipped with the package."""
+    raw = yaml.safe_load(
+        resources.files("omds_ld.scenarios").joinpath("prices.yaml").read_text("utf-8")
+    )
+    return str(raw["date"]), {name: Price(**p) for name, p in raw["models"].items()}
+
+
+def tool_specs(session: RunSession) -> list[dict[str, Any]]:
+    """Every server's tools, named ``<server>__<tool>`` so the model can tell servers apart."""
+    specs = []
+    for server, tools in session.tools.items():
+        for tool in tools:
+            specs.append(
+                {
+                    "name": f"{server}{SEPARATOR}{tool['name']}",
+                    "description": tool.get("description", ""),
+                    "input_schema": tool.get("inputSchema", {"type": "object"}),
+                }
+            )
+    return specs
+
+
+def split_name(name: str) -> tuple[str, str]:
+    server, _, tool = name.partition(SEPARATOR)
+    if not tool:
+        raise AgentGaveUp(f"the model called {name!r}, which names no server")
+    return server, tool
+
+
+class ModelAgent:
+    """What the Anthropic and OpenAI agents share: pricing, the turn limit, recording usage."""
+
+    provider = ""
+
+    def __init__(self, model: str, client: Any) -> None:
+        self.model = model
+        self.name = f"{self.provider}:{model}"
+        self.client = client
+        self.price = prices()[1].get(self.name)
+
+    def record(
+        self, session: RunSession, usage: Mapping[str, int], raw: Mapping[str, Any], started: float
+    ) -> None:
+        session.model_call(
+            model=self.name,
+            usage=usage,
+            raw_usage={**raw, "priced": self.price is not None},
+            cost=self.price.cost(usage) if self.price else 0.0,
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+
+    def max_turns(self, scenario: Scenario) -> int:
+        return scenario.budget.tool_calls + 5
+
+
+class AnthropicAgent(ModelAgent):
+    """Claude through the Anthropic SDK's Messages API."""
+
+    provider = "anthropic"
+
+    async def run(self, scenario: Scenario, session: RunSession) -> str:
+        tools = tool_specs(session)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": scenario.task}]
+        for _ in range(self.max_turns(scenario)):
+            started = time.perf_counter()
+            response = await self.client.messages.create(
+                model=self.model, system=INSTRUCTION, messages=messages, tools=tools,
+                max_tokens=4096, temperature=0,
+            )  # fmt: skip
+            usage = response.usage
+            self.record(
+                session,
+                {
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "cache_read_input_tokens": getattr(usage, "cache_read_input_tokens", 0) or 0,
+                    "cache_creation_input_tokens": getattr(usage, "cache_creation_input_tokens", 0)
+                    or 0,
+                },
+                usage.model_dump(),
+                started,
+            )
+            blocks = [b.model_dump(exclude_none=True) for b in response.content]
+            messages.append({"role": "assistant", "content": blocks})
+            calls = [b for b in response.content if b.type == "tool_use"]
+            if not calls:
+                return "\n".join(b.text for b in response.content if b.type == "text")
+            results = []
+            for call in calls:
+                server, tool = split_name(call.name)
+                result = await session.call(server, tool, dict(call.input or {}))
+                results.append(
+                    {"type": "tool_result", "tool_use_id": call.id, "content": result_text(result),
+                     "is_error": bool(result.is_error)}
+                )  # fmt: skip
+            messages.append({"role": "user", "content": results})
+        raise AgentGaveUp(f"no final answer after {self.max_turns(scenario)} turns")
+
+
+class OpenAIAgent(ModelAgent):
+    """Any OpenAI-compatible chat completions endpoint (the OpenAI API or a local server)."""
+
+    provider = "openai"
+
+    async def run(self, scenario: Scenario, session: RunSession) -> str:
+        tools = [
+            {"type": "function", "function": {"name": s["name"], "description": s["description"],
+                                              "parameters": s["input_schema"]}}
+            for s in tool_specs(session)
+        ]  # fmt: skip
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": INSTRUCTION},
+            {"role": "user", "content": scenario.task},
+        ]
+        for _ in range(self.max_turns(scenario)):
+            started = time.perf_counter()
+            response = await self.client.chat.completions.create(
+                model=self.model, messages=messages, tools=tools, temperature=0
+            )
+            usage = response.usage
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+            self.record(
+                session,
+                {
+                    "input_tokens": usage.prompt_tokens - cached,
+                    "output_tokens": usage.completion_tokens,
+                    "cache_read_input_tokens": cached,
+                },
+                usage.model_dump(),
+                started,
+            )
+            message = response.choices[0].message
+            calls = message.tool_calls or []
+            messages.append(message.model_dump(exclude_none=True))
+            if not calls:
+                return str(message.content or "")
+            for call in calls:
+                server, tool = split_name(call.function.name)
+                arguments = json.loads(call.function.arguments or "{}")
+                result = await session.call(server, tool, arguments)
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": result_text(result)}
+                )
+        raise AgentGaveUp(f"no final answer after {self.max_turns(scenario)} turns")
+
+
+def make_agent(
+    spec: str, environment: Mapping[str, str], base_url: str | None = None
+) -> ModelAgent:
+    """``anthropic:MODEL`` or ``openai:MODEL``; keys from the environment given."""
+    provider, _, model = spec.partition(":")
+    if provider == "anthropic":
+        from anthropic import AsyncAnthropic
+
+        return AnthropicAgent(model, AsyncAnthropic(api_key=environment.get("ANTHROPIC_API_KEY")))
+    if provider == "openai":
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(
+            api_key=environment.get("OPENAI_API_KEY", "not-needed-for-a-local-server"),
+            base_url=base_url or environment.get("OPENAI_BASE_URL"),
+        )
+        return OpenAIAgent(model, client)
+    raise ValueError(f"unknown agent {spec!r}: use reference, anthropic:MODEL or openai:MODEL")

@@ -241,7 +241,8 @@ def _scenario_run(args: argparse.Namespace) -> int:
 
     rows = summarize([(r.grade, metrics(read_protocol(r.protocol))) for r in records])
     Console(width=180).print(render(rows))
-    console.print(f"protocols in {out}")
+    _write_html(rows, args.html or str(out / "report.html"))
+    console.print(f"protocols in {out}; report in {args.html or out / 'report.html'}")
     return 0 if all(r.grade.passed for r in records) else 1
 
 
@@ -265,8 +266,18 @@ def _scenario_grade(args: argparse.Namespace) -> int:
             console.print(
                 f"  {mark} {criterion.name:<12} {criterion.reason}  [lines {lines or '—'}]"
             )
-    console.print(render(summarize(graded)))
+    rows = summarize(graded)
+    console.print(render(rows))
+    if args.html:
+        _write_html(rows, args.html)
     return 0 if all(g.passed for g, _ in graded) else 1
+
+
+def _write_html(rows: Any, path: str) -> None:
+    from omds_ld.scenarios.report import render_html
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(render_html(rows), encoding="utf-8")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -356,12 +367,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs", type=int, help="runs per scenario (default: as the scenario says)")
     run.add_argument("--base-url", help="an example server's URL (default: start one)")
     run.add_argument("--out", help="folder for the protocols (default: omds-ld-runs/<time>)")
+    run.add_argument("--html", help="the HTML report (default: report.html in the --out folder)")
     run.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
     )
     run.set_defaults(run=_scenario_run)
     grade = scenario_commands.add_parser("grade", help="grade existing protocols (JSONL)")
     grade.add_argument("protocols", nargs="+")
+    grade.add_argument("--html", help="also write the report as a self-contained HTML page")
     grade.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
     )

@@ -126,3 +126,64 @@ def render(rows: Sequence[Row]) -> Any:
             "—" if row.cost_per_pass is None else f"{row.cost_per_pass:.4f}", str(row.infrastructure),
         )  # fmt: skip
     return table
+
+
+def _bar(rate: float, interval: tuple[float, float] | None = None, width: int = 220) -> str:
+    """An inline SVG bar of a rate in [0, 1], with the interval as a whisker."""
+    fill = "#2e7d32" if rate >= 0.999 else "#f9a825" if rate >= 0.5 else "#c62828"
+    parts = [
+        f'<svg width="{width + 50}" height="18" role="img" aria-label="{rate:.2f}">',
+        f'<rect x="0" y="3" width="{width}" height="12" fill="#eee"/>',
+        f'<rect x="0" y="3" width="{rate * width:.1f}" height="12" fill="{fill}"/>',
+    ]
+    if interval is not None:
+        low, high = interval[0] * width, interval[1] * width
+        parts.append(
+            f'<line x1="{low:.1f}" y1="9" x2="{high:.1f}" y2="9" stroke="#000" stroke-width="1.5"/>'
+        )
+        parts.append(f'<line x1="{low:.1f}" y1="5" x2="{low:.1f}" y2="13" stroke="#000"/>')
+        parts.append(f'<line x1="{high:.1f}" y1="5" x2="{high:.1f}" y2="13" stroke="#000"/>')
+    parts.append(f'<text x="{width + 6}" y="14" font-size="12">{rate:.2f}</text></svg>')
+    return "".join(parts)
+
+
+def render_html(rows: Sequence[Row], title: str = "OMDS LD scenario report") -> str:
+    """The report as one self-contained HTML page: tables and inline SVG charts, nothing fetched."""
+    from html import escape
+
+    def k(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    body = [
+        f"<h1>{escape(title)}</h1>",
+        "<p>Pass rate with its 95 % Wilson interval; pass^k is the chance that k runs drawn from "
+        "these all pass. Infrastructure failures are counted apart.</p>",
+        "<table><tr><th>scenario</th><th>agent</th><th>runs</th><th>pass rate (95 % interval)</th>"
+        "<th>pass^1</th><th>pass^2</th><th>pass^4</th><th>calls</th><th>tokens</th>"
+        "<th>cost/run</th><th>cost/pass</th><th>infra</th></tr>",
+    ]
+    for row in rows:
+        body.append(
+            f"<tr><td>{escape(row.scenario)}</td><td>{escape(row.agent)}</td><td>{row.runs}</td>"
+            f"<td>{_bar(row.pass_rate, row.interval)}"
+            f"<br><small>{row.interval[0]:.2f}–{row.interval[1]:.2f}</small></td>"
+            f"<td>{k(row.pass_k[1])}</td><td>{k(row.pass_k[2])}</td><td>{k(row.pass_k[4])}</td>"
+            f"<td>{row.tool_calls:.1f}</td><td>{row.tokens:.0f}</td><td>{row.cost_per_run:.4f}</td>"
+            f"<td>{'—' if row.cost_per_pass is None else f'{row.cost_per_pass:.4f}'}</td>"
+            f"<td>{row.infrastructure}</td></tr>"
+        )
+    body.append("</table><h2>Criteria</h2>")
+    for row in rows:
+        body.append(f"<h3>{escape(row.scenario)} · {escape(row.agent)}</h3><table>")
+        for name, rate in row.criteria.items():
+            body.append(f"<tr><td>{escape(name)}</td><td>{_bar(rate)}</td></tr>")
+        body.append("</table>")
+    style = (
+        "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
+        "table{border-collapse:collapse;margin-bottom:1em}"
+        "td,th{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}"
+    )
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f"<style>{style}</style></head><body>{''.join(body)}</body></html>"
+    )

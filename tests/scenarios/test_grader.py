@@ -40,7 +40,7 @@ def line_of(protocol: Protocol, event: str, tool: str | None = None) -> int:
 def no_conforming_premium(p: Protocol) -> int:
     line = line_of(p, TOOL_CALL, "calculatePremium")
     p[line - 1]["mcp.tool.result"]["structuredContent"]["validation"]["conforms"] = False
-    return 0
+    return line
 
 
 def unoffered_edit(p: Protocol) -> int:

@@ -69,17 +69,19 @@ def _final(protocol: Protocol) -> tuple[int, str]:
 
 def premium_with_conforming_report(protocol: Protocol, scenario: Scenario) -> Criterion:
     """1. An answer contains a premium with a conforming validation report."""
+    unconfirmed = []
     for line, event in _results(protocol):
         content = _structured(event)
-        if (
-            not event.get("is_error")
-            and content.get("premium")
-            and content.get("validation", {}).get("conforms")
-        ):
-            return Criterion(
-                "premium", True, "an answer states a premium with a conforming report", (line,)
-            )
-    return Criterion("premium", False, "no answer states a premium with a conforming report")
+        if event.get("is_error") or not content.get("premium"):
+            continue
+        if content.get("validation", {}).get("conforms"):
+            return Criterion("premium", True, "a premium with a conforming report", (line,))
+        unconfirmed.append(line)
+    if unconfirmed:
+        return Criterion(
+            "premium", False, "a premium without a conforming report", tuple(unconfirmed)
+        )
+    return Criterion("premium", False, "no answer states a premium")
 
 
 def _offers(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:

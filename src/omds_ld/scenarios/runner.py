@@ -97,7 +97,10 @@ async def run_once(
         scenario=_scenario_snapshot(scenario),
         agent=agent.name,
         run=index,
-        **{"gen_ai.request.model": agent.model, "settings": {"base_url": base_url}},
+        **{
+            "gen_ai.request.model": agent.model,
+            "settings": {"base_url": base_url, **getattr(agent, "settings", {})},
+        },
     )
     started = time.monotonic()
     reason, detail = "done", ""

@@ -82,7 +82,9 @@ class ModelAgent:
         self.model = model
         self.name = f"{self.provider}:{model}"
         self.client = client
-        self.price = prices()[1].get(self.name)
+        date, table = prices()
+        self.price = table.get(self.name)
+        self.settings = {"temperature": 0, "instruction": INSTRUCTION, "prices": date}
 
     def record(
         self, session: RunSession, usage: Mapping[str, int], raw: Mapping[str, Any], started: float

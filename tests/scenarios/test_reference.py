@@ -52,6 +52,21 @@ def test_the_recovering_scenario_really_recovers(server: ExampleServer, tmp_path
     assert record.grade.passed
 
 
+def test_expected_premiums_can_be_inquired_at_run_time(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    scenario = load_scenario(SCENARIOS["compare-skoda"])
+    assert scenario.inquire and not scenario.premiums
+    [record] = asyncio.run(run_all([scenario], ReferenceAgent, 1, server.url, tmp_path))
+    start = read_protocol(record.protocol)[0]
+    assert start["scenario"]["expected"]["premiums"] == {
+        "pfefferminzia": "1684.88",
+        "disrupto": "1327.06",
+    }
+    assert (tmp_path / "compare-skoda.expected.reference.0.jsonl").exists()
+    assert record.grade.passed
+
+
 def test_demo_prints_each_step_and_the_premium() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "omds_ld.cli", "demo"], capture_output=True, text=True, timeout=300

@@ -8,14 +8,22 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
 from mcp import Client
 
 from omds_ld.scenarios.grader import Grade, grade
-from omds_ld.scenarios.protocol import FINAL, RUN_END, RUN_START, TOOLS_LIST, ProtocolWriter
+from omds_ld.scenarios.protocol import (
+    FINAL,
+    RUN_END,
+    RUN_START,
+    TOOL_CALL,
+    TOOLS_LIST,
+    ProtocolWriter,
+    read_protocol,
+)
 from omds_ld.scenarios.scenario import Scenario
 from omds_ld.scenarios.session import AgentGaveUp, BudgetExceeded, RunSession
 
@@ -45,16 +53,14 @@ def mcp_url(base_url: str, server: str) -> str:
 
 
 def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
-    """The scenario as the protocol keeps it, so that grading needs nothing but the protocol."""
-    if scenario.path is not None:
-        raw: dict[str, Any] = yaml.safe_load(scenario.path.read_text("utf-8"))
-        return raw
+    """The scenario as the protocol keeps it (premiums resolved), so grading needs nothing else."""
     return {
         "id": scenario.id,
         "title": scenario.title,
         "task": scenario.task,
         "servers": list(scenario.servers),
         "facts": dict(scenario.facts),
+        "first_attempt": dict(scenario.first_attempt),
         "expected": {
             "premiums": {k: str(v) for k, v in scenario.premiums.items()},
             "currency": scenario.currency,
@@ -64,7 +70,27 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
             for a in scenario.assumptions
         ],
         "budget": dataclasses.asdict(scenario.budget),
+        "runs": scenario.runs,
     }
+
+
+async def resolve_expected(scenario: Scenario, base_url: str, out_dir: Path) -> Scenario:
+    """Expected premiums found at run time: the reference agent inquires at each server once."""
+    if not scenario.inquire:
+        return scenario
+    from omds_ld.scenarios.agents.reference import ReferenceAgent
+
+    probe = dataclasses.replace(scenario, id=f"{scenario.id}.expected", premiums={}, inquire=False)
+    record = await run_once(probe, ReferenceAgent(), base_url, out_dir, 0)
+    premiums: dict[str, Decimal] = {}
+    for event in read_protocol(record.protocol):
+        content = (event.get("mcp.tool.result") or {}).get("structuredContent") or {}
+        if event.get("event") == TOOL_CALL and content.get("premium") and not event.get("is_error"):
+            premiums[str(event["mcp.server"])] = Decimal(str(content["premium"]["gross"]))
+    missing = [s for s in scenario.servers if s not in premiums]
+    if missing:
+        raise RuntimeError(f"{scenario.id}: no premium could be inquired at {', '.join(missing)}")
+    return dataclasses.replace(scenario, premiums=premiums, inquire=False)
 
 
 def _leaf(error: BaseException) -> BaseException:
@@ -144,7 +170,8 @@ async def run_all(
 ) -> list[RunRecord]:
     """Every scenario, ``runs`` times each (or as often as the scenario says), one after another."""
     records = []
-    for scenario in scenarios:
+    for listed in scenarios:
+        scenario = await resolve_expected(listed, base_url, out_dir)
         for index in range(1, (runs or scenario.runs) + 1):
             record = await run_once(scenario, make_agent(), base_url, out_dir, index)
             records.append(record)

@@ -50,12 +50,17 @@ class Scenario:
     runs: int = 1
     first_attempt: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    # expected premiums to be found by an inquiry at run time (``premium: inquire``)
+    inquire: bool = False
 
 
 def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario:
     expected = raw.get("expected", {})
     servers = tuple(raw["servers"])
-    if "premiums" in expected:
+    inquire = "inquire" in (expected.get("premium"), expected.get("premiums"))
+    if inquire:
+        premiums: dict[str, Decimal] = {}
+    elif "premiums" in expected:
         premiums = {k: Decimal(str(v)) for k, v in expected["premiums"].items()}
     else:
         premiums = {servers[0]: Decimal(str(expected["premium"]))}
@@ -80,6 +85,7 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         runs=int(raw.get("runs", 1)),
         first_attempt=dict(raw.get("first_attempt", {})),
         path=path,
+        inquire=inquire,
     )
 
 

@@ -349,14 +349,22 @@ class _Writer:
         self.data["nextSteps"] = out
         self.data["nextStepsScope"] = precision.to_dict()
 
-    def shapes(self, shapes: Sequence[Mapping[str, Any]], seen: Collection[str] = ()) -> None:
+    def shapes(
+        self,
+        shapes: Sequence[Mapping[str, Any]],
+        seen: Collection[str] = (),
+        filled: Collection[str] = (),
+    ) -> None:
         """Each shape with its fields; a shape this session has seen already is only named."""
         out = []
         for shape in shapes:
             name = local(shape["@id"])
             target = shape.get("sh:targetClass", "")
-            if shape["@id"] in seen:
-                self.line(f"Shape {name} ({shape['@id']}): as shown before")
+            if shape["@id"] in seen or shape["@id"] in filled:
+                how = (
+                    "as shown before" if shape["@id"] in seen else "the step's ready body fills it"
+                )
+                self.line(f"Shape {name} ({shape['@id']}): {how}")
                 out.append({"iri": shape["@id"], "targetClass": target, "shownBefore": True})
                 continue
             paths = {str(f["sh:path"]) for f in shape.get("sh:property", [])}
@@ -546,7 +554,11 @@ def condense(
 
     w.next_steps(answer.get("bc:nextStep", []), shape_names)
     if answer.get("bc:shape"):
-        w.shapes(answer["bc:shape"], shapes_seen)
+        steps = answer.get("bc:nextStep", [])
+        open_steps = {i for s in steps if not s.get("bc:body") for i in s.get("bc:expects", [])}
+        # a shape only steps with a ready body expect needs no field list: the body fills it
+        filled = {s["@id"] for s in answer["bc:shape"] if s["@id"] not in open_steps}
+        w.shapes(answer["bc:shape"], shapes_seen, filled)
     _provenance(w, provenance)
     return Condensed("\n".join(w.lines), w.data)
 

@@ -15,6 +15,12 @@ from tests.mcp.clients import stdio_parameters
 from tests.servers import ExampleServer
 
 
+def test_process_knowledge_is_read_at_start(server: ExampleServer) -> None:
+    asked = [e["path"] for e in server.access_entries() if e["path"].endswith("/process-knowledge")]
+    for insurer in ("pfefferminzia", "disrupto", "angloamerican"):
+        assert f"/omds-ld/insurers/{insurer}/api/process-knowledge" in asked
+
+
 def test_a_change_of_process_knowledge_changes_the_tools_and_is_announced(tmp_path: Path) -> None:
     folder = tmp_path / "insurers"
     shutil.copytree(builtin_insurers_folder(), folder)

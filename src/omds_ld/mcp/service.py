@@ -199,14 +199,18 @@ class McpHosting:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
+        """Run every session manager; read each insurer's process knowledge at start."""
         async with contextlib.AsyncExitStack() as stack:
             for manager in self.managers.values():
                 await stack.enter_async_context(manager.run())
+            for connector in self.connectors.values():
+                await connector.refresh(force=True)
             yield
 
 
 async def serve_stdio(connector: Connector) -> None:
     """One connector over stdio: stdout carries only the protocol, logs go to stderr."""
+    await connector.refresh(force=True)
     async with stdio_server() as (read_stream, write_stream):
         await connector.server.run(
             read_stream, write_stream, connector.server.create_initialization_options()

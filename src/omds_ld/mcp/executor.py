@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import logging
 import re
 import time
 from collections import OrderedDict
@@ -22,6 +23,8 @@ from omds_ld.mcp.upstream import InsurerUnavailable, Upstream
 from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import CONTEXT_URL
 from omds_ld.norm.schemas import SchemaValidator
+
+logger = logging.getLogger("omds_ld.mcp")
 
 MAX_STRING = 4000
 MAX_SESSIONS_REMEMBERED = 10_000
@@ -249,6 +252,7 @@ class Executor:
             result = _tool_result(self._refused(spec, problem, provenance), error=True)
             log.update(outcome="temporary", status=problem["status"], problem=problem["type"])
         except Exception as error:  # a bug of ours: an internal error, never a stack trace
+            logger.exception("%s · %s failed", self.instance.name, spec.name)
             problem = self._problem(
                 "internal-error", f"the MCP server failed: {type(error).__name__}"
             )

@@ -218,13 +218,7 @@ class Executor:
         """One tool call, start to finish. Never raises: every failure is a tool error."""
         started = time.perf_counter()
         operation = spec.operation
-        provenance: dict[str, Any] = {
-            "insurer": self.instance.display_name,
-            "operation": spec.name,
-            "url": self.upstream.api_url + operation.path,
-            "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
-            "fromCache": False,
-        }
+        provenance = self._provenance(spec.name, self.upstream.api_url + operation.path)
         log: dict[str, Any] = {
             "time": provenance["time"],
             "insurer": self.instance.name,
@@ -238,7 +232,7 @@ class Executor:
             await self.check_names(spec, clean)
             result = await self._call_insurer(spec, clean, provenance, log)
         except Refusal as refusal:
-            condensed = self._refused(spec, refusal.problem, provenance)
+            condensed = self._refused(spec.name, refusal.problem, provenance)
             result = _tool_result(condensed, error=True)
             log.update(
                 outcome="refused", status=refusal.problem["status"], problem=refusal.problem["type"]
@@ -249,14 +243,14 @@ class Executor:
             problem = self._problem(
                 slug, failure.detail, **{"bc:nextStep": self._entry_steps(spec)}
             )
-            result = _tool_result(self._refused(spec, problem, provenance), error=True)
+            result = _tool_result(self._refused(spec.name, problem, provenance), error=True)
             log.update(outcome="temporary", status=problem["status"], problem=problem["type"])
         except Exception as error:  # a bug of ours: an internal error, never a stack trace
             logger.exception("%s · %s failed", self.instance.name, spec.name)
             problem = self._problem(
                 "internal-error", f"the MCP server failed: {type(error).__name__}"
             )
-            result = _tool_result(self._refused(spec, problem, provenance), error=True)
+            result = _tool_result(self._refused(spec.name, problem, provenance), error=True)
             log.update(outcome="internal-error", status=500, problem=problem["type"])
         duration = round((time.perf_counter() - started) * 1000, 2)
         log["durationMs"] = duration
@@ -266,17 +260,21 @@ class Executor:
         self.request_log.write(log)
         return result
 
+    def _provenance(self, operation: str, url: str) -> dict[str, Any]:
+        """Where an answer comes from: insurer, operation, upstream URL, time, cache or not."""
+        return {
+            "insurer": self.instance.display_name,
+            "operation": operation,
+            "url": url,
+            "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+            "fromCache": False,
+        }
+
     async def unknown_tool(
         self, name: str, known: list[str], session: str | None
     ) -> types.CallToolResult:
         """A tool this connector does not offer: an error naming the tools it does offer."""
-        provenance = {
-            "insurer": self.instance.display_name,
-            "operation": name,
-            "url": self.upstream.api_url,
-            "time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
-            "fromCache": False,
-        }
+        provenance = self._provenance(name, self.upstream.api_url)
         in_norm = name in self.norm.operations
         reason = (
             f"{name} is not offered by {self.instance.display_name}: it keeps no draft at the server"
@@ -296,9 +294,9 @@ class Executor:
              "tool": name, "outcome": "refused", "status": problem["status"],
              "problem": problem["type"], "durationMs": 0.0, "provenance": provenance}
         )  # fmt: skip
-        return _tool_result(self._refused_named(name, problem, provenance), error=True)
+        return _tool_result(self._refused(name, problem, provenance), error=True)
 
-    def _refused_named(
+    def _refused(
         self, name: str, problem: Mapping[str, Any], provenance: Mapping[str, Any]
     ) -> Condensed:
         return condense_problem(
@@ -309,11 +307,6 @@ class Executor:
             kind=error_kind(int(problem.get("status", 500))),
             provenance=provenance,
         )
-
-    def _refused(
-        self, spec: ToolSpec, problem: Mapping[str, Any], provenance: Mapping[str, Any]
-    ) -> Condensed:
-        return self._refused_named(spec.name, problem, provenance)
 
     async def _call_insurer(
         self,
@@ -353,7 +346,7 @@ class Executor:
             problem.setdefault("type", "about:blank")
             problem.setdefault("title", "the insurer refused the call")
             problem.setdefault("detail", "")
-            result = _tool_result(self._refused(spec, problem, provenance), error=True)
+            result = _tool_result(self._refused(spec.name, problem, provenance), error=True)
             log.update(outcome="tool-error", status=answer.status, problem=problem.get("type"))
             if record_key:
                 await self.state.delete(record_key)

@@ -12,8 +12,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from omds_ld import __version__
 from omds_ld.insurer.config import DEFAULT_PORT, ServerConfig, default_database
 from omds_ld.mcp.config import DEFAULT_MCP_PORT, HttpConfig, InstanceConfig, McpConfig, load_config
@@ -44,8 +42,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     from omds_ld.insurer.app import api_base, create_app
     from omds_ld.insurer.data import load_insurers
-    from omds_ld.mcp.service import McpHosting, build_connectors, http_client
+    from omds_ld.mcp.service import McpHosting, build_connectors
     from omds_ld.mcp.state import MemoryStateStore
+    from omds_ld.mcp.transport import AsgiTransport
     from omds_ld.norm import load_norm
 
     config = ServerConfig(
@@ -73,18 +72,17 @@ def _serve(args: argparse.Namespace) -> int:
     )
     state = MemoryStateStore()
     # The MCP servers call the interfaces of this same process through ASGI: the same HTTP
-    # requests and answers, without a trip through the network stack.
+    # requests and answers, without a trip through the network stack or an HTTP client.
     insurer_app = LateApp()
-    client = http_client(mcp_config, transport=httpx.ASGITransport(app=insurer_app))
-    hosting = McpHosting(build_connectors(mcp_config, norm, state, client), mcp_config.http, state)
-
-    @contextlib.asynccontextmanager
-    async def running() -> AsyncIterator[None]:
-        async with client, hosting.running():
-            yield
-
+    transport = AsgiTransport(insurer_app, mcp_config.timeout_seconds)
+    connectors = build_connectors(mcp_config, norm, state, transport)
+    hosting = McpHosting(connectors, mcp_config.http, state)
     app = create_app(
-        config, norm=norm, insurers=insurers, extra_routes=hosting.routes(), extra_lifespan=running
+        config,
+        norm=norm,
+        insurers=insurers,
+        extra_routes=hosting.routes(),
+        extra_lifespan=hosting.running,
     )
     insurer_app.app = app
     out = sys.stderr
@@ -147,6 +145,7 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
 def _mcp(args: argparse.Namespace) -> int:
     from omds_ld.mcp.service import build_connectors, http_client, serve_stdio
     from omds_ld.mcp.state import MemoryStateStore
+    from omds_ld.mcp.transport import HttpTransport
     from omds_ld.norm import load_norm
 
     config = _mcp_config(args)
@@ -158,7 +157,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
         async def run_stdio() -> None:
             async with http_client(config) as client:
-                connectors = build_connectors(config, norm, state, client)
+                connectors = build_connectors(config, norm, state, HttpTransport(client))
                 await serve_stdio(next(iter(connectors.values())))
 
         asyncio.run(run_stdio())
@@ -171,7 +170,9 @@ def _mcp(args: argparse.Namespace) -> int:
     from omds_ld.mcp.service import McpHosting, healthz
 
     client = http_client(config)
-    hosting = McpHosting(build_connectors(config, norm, state, client), config.http, state)
+    hosting = McpHosting(
+        build_connectors(config, norm, state, HttpTransport(client)), config.http, state
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -86,6 +86,8 @@ class Connector:
             instructions=INSTRUCTIONS.format(insurer=instance.display_name),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            # without it the SDK lists every tool on each sessionless call to find one schema
+            get_tool_input_schema=self._input_schema,
         )
 
     @property
@@ -119,6 +121,10 @@ class Connector:
                 await session.send_tool_list_changed()
             except Exception as error:  # a closed session cannot be told anything
                 log.debug("tool list change not sent: %r", error)
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        spec = self.specs.get(name)
+        return None if spec is None else dict(spec.input_schema)
 
     def tool_list(self) -> list[types.Tool]:
         return list(self._tools[bool(self.draft_at_server)])

@@ -323,10 +323,11 @@ class Executor:
             body = {}
         key = arguments.get("idempotencyKey")
         record_key = f"idem:{self.instance.name}:{key}" if key else None
-        fingerprint = hashlib.sha256(
-            json.dumps([spec.name, path, query, body], sort_keys=True).encode()
-        ).hexdigest()
+        fingerprint = ""
         if record_key:
+            fingerprint = hashlib.sha256(
+                json.dumps([spec.name, path, query, body], sort_keys=True).encode()
+            ).hexdigest()
             replay = await self._replay(spec, record_key, fingerprint)
             if replay is not None:
                 log.update(outcome="replayed", status=200)

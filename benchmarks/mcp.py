@@ -342,7 +342,16 @@ async def measure(server: ExampleServer, peers: dict[str, str], count: int) -> N
     added = [ours_ms - direct_ms for _, direct_ms, ours_ms, _, _ in latency]
     added_modern = [modern_ms - direct_ms for _, direct_ms, _, modern_ms, _ in latency]
     print("targets:")
-    print(f"  condensed at most 1/4 of full JSON-LD (tokens, worst answer): {worst:.2f}")
+    overall = totals["condensed"][1] / totals["full"][1]
+    above = [
+        f"{row['flow']} · {row['tool']} {row['condensed'][1] / row['full'][1]:.2f}"
+        for row in record.rows
+        if row["condensed"][1] * 4 > row["full"][1]
+    ]
+    print(
+        f"  condensed at most 1/4 of full JSON-LD (tokens): all flows {overall:.2f}, "
+        f"worst answer {worst:.2f}; above 1/4: {', '.join(above) or 'none'}"
+    )
     print(
         f"  our tools/list smaller than FastMCP's: {ours_list} < {peer_list} bytes: {ours_list < peer_list}"
     )

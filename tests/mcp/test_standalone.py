@@ -68,4 +68,4 @@ def test_each_configured_instance_has_its_endpoint(standalone: str) -> None:
 
     pf_tools, dis_tools, text = asyncio.run(run())
     assert "createCalculation" in pf_tools and "createCalculation" not in dis_tools
-    assert text.startswith("Pfefferminzia (standalone) · listProducts · 200")
+    assert text.startswith("Pfefferminzia (standalone) · listProducts")

@@ -199,8 +199,10 @@ class _Writer:
 
     def draft(self, draft: Mapping[str, Any], includable: Sequence[str] | None) -> None:
         name = label(draft.get("rdfs:label"), self.language)
-        named = draft.get("p:instanceOf") if self.by_property else self.iri(draft["@id"])
-        self.line(f"{'Default instance' if self.by_property else 'Draft'} of {name} {named}")
+        if self.by_property:  # the ready body below names the product
+            self.line(f"Default instance of {name}:")
+        else:
+            self.line(f"Draft of {name} {self.iri(draft['@id'])}")
         root_attributes = [self.attribute(a, 1) for a in draft.get("p:attribute", [])]
         parts = [self.node(part, 1) for part in draft.get("p:hasPart", [])]
         structured: dict[str, Any] = {
@@ -219,7 +221,7 @@ class _Writer:
 
     def risk_objects(self, risk_objects: Sequence[Mapping[str, Any]]) -> None:
         out = []
-        if not risk_objects:
+        if not risk_objects and not self.by_property:  # an inquiry's body shows it has none
             self.line("Risk objects: none")
         for risk_object in risk_objects:
             fields = {
@@ -319,9 +321,7 @@ class _Writer:
             else {}
         )
         shared = " ".join(f"{k}={v}" for k, v in common.items())
-        self.line(
-            f"{heading} (tool · target · expects){f', each with {shared}' if shared else ''}:"
-        )
+        self.line(f"{heading}{f', each with {shared}' if shared else ''}:")
         out = []
         for step, arguments in zip(kept, all_arguments, strict=True):
             expects = list(step.get("bc:expects", []))
@@ -355,24 +355,26 @@ class _Writer:
         seen: Collection[str] = (),
         filled: Collection[str] = (),
     ) -> None:
-        """Each shape with its fields; a shape this session has seen already is only named."""
+        """Each shape with its fields; one seen before is only named, one a ready body fills is
+        left out of the text (the step names it; ``structuredContent`` and readShape have it)."""
         out = []
         for shape in shapes:
             name = local(shape["@id"])
             target = shape.get("sh:targetClass", "")
-            if shape["@id"] in seen or shape["@id"] in filled:
-                how = (
-                    "as shown before" if shape["@id"] in seen else "the step's ready body fills it"
-                )
-                self.line(f"Shape {name} ({shape['@id']}): {how}")
+            if shape["@id"] in filled:
+                out.append({"iri": shape["@id"], "targetClass": target, "filledByBody": True})
+                continue
+            if shape["@id"] in seen:
+                self.line(f"Shape {name}: as shown before")
                 out.append({"iri": shape["@id"], "targetClass": target, "shownBefore": True})
                 continue
             paths = {str(f["sh:path"]) for f in shape.get("sh:property", [])}
             attributes = {p for p in paths if not p.startswith("p:")}
             shown_above = bool(attributes) and attributes <= self.shown_properties
             self.line(
-                f"Shape {name} ({shape['@id']}) for {target}"
-                + (": its attributes are the ones above" if shown_above else ":")
+                f"Shape {name}: attributes as above"
+                if shown_above
+                else f"Shape {name} for {target}:"
             )
             fields = []
             for field in shape.get("sh:property", []):
@@ -424,8 +426,9 @@ def condense(
     w = _Writer(language)
     kind = str(answer.get("@type", ""))
     w.data.update({"operation": operation, "insurer": insurer, "status": status})
-    w.line(f"{insurer} · {operation} · {status}")
+    w.line(f"{insurer} · {operation}")
     shape_names = {s["@id"]: local(s["@id"]) for s in answer.get("bc:shape", [])}
+    ready_fills: set[str] = set()
 
     if kind == "pk:ProcessKnowledge":
         draft = bool(answer.get("pk:draftAtServer"))
@@ -493,23 +496,23 @@ def condense(
         body = answer.get("bc:body", {})
         instance = body.get("p:instance", {})
         w.by_property = True
+        # only the steps' targets are abbreviated: the IRIs a body needs are written out
+        w.abbreviate_below(str(instance.get("p:instanceOf", "")))
         w.draft(instance, None)
+        # the smallest body that keeps every value above: the interface fills in the defaults
         ready = {
-            "@type": body.get("@type", "bc:TariffInquiry"),
-            "p:instance": {"p:instanceOf": instance.get("p:instanceOf"), "p:hasRiskObject": []},
+            "p:instance": {"p:instanceOf": instance.get("p:instanceOf"), "p:hasRiskObject": []}
         }
-        w.line("Ready body for inquireTariff; what it leaves out stays as shown above:")
+        # what the body leaves out keeps the values above (inquireTariff's description says so)
+        w.line("Ready body for inquireTariff; add the risk object to p:instance/p:hasRiskObject:")
         w.line(json.dumps(ready, ensure_ascii=False, separators=(",", ":")), 1)
-        w.line("Add the risk object to p:instance/p:hasRiskObject. To change a value, add", 1)
-        w.line(
-            '{"p:property": <property>, "p:value": <value>} to p:instance/p:attribute, or to a', 1
-        )
-        w.line(
-            'component\'s {"p:instanceOf": <component>, "p:included": true|false, "p:attribute": [...]}',
-            1,
-        )
-        w.line("in p:instance/p:hasPart.", 1)
         w.data["body"] = ready
+        # the ready body fills the inquiry's own shape: its fields need not be repeated
+        ready_fills = {
+            s["@id"]
+            for s in answer.get("bc:shape", [])
+            if s.get("sh:targetClass") == body.get("@type")
+        }
     elif kind == "sh:NodeShape":
         w.shapes([answer])
         w.data["shape"] = w.data.pop("shapes")[0]
@@ -558,7 +561,7 @@ def condense(
         open_steps = {i for s in steps if not s.get("bc:body") for i in s.get("bc:expects", [])}
         # a shape only steps with a ready body expect needs no field list: the body fills it
         filled = {s["@id"] for s in answer["bc:shape"] if s["@id"] not in open_steps}
-        w.shapes(answer["bc:shape"], shapes_seen, filled)
+        w.shapes(answer["bc:shape"], shapes_seen, filled | ready_fills)
     _provenance(w, provenance)
     return Condensed("\n".join(w.lines), w.data)
 
@@ -601,6 +604,7 @@ def condense_problem(
 
 
 def _provenance(w: _Writer, provenance: Mapping[str, Any]) -> None:
-    source = "cache" if provenance.get("fromCache") else "insurer"
-    w.line(f"Source: {source}, {provenance.get('time')}")
+    """In the text only whether it came from the cache; the whole provenance is structured."""
+    if provenance.get("fromCache"):
+        w.lines[0] += " · from the cache"
     w.data["provenance"] = dict(provenance)

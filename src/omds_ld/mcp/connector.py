@@ -27,9 +27,11 @@ log = logging.getLogger("omds_ld.mcp")
 
 INSTRUCTIONS = (
     "The tools are the operations of the OMDS LD norm at {insurer}. Start with listProducts. "
-    "Every answer lists its next steps as tool · target · expected shapes, with the arguments to "
-    "use and the fields of each shape; call only steps an answer offered. An error names its "
-    "problem type, says what was wrong and lists what is still admissible; nothing was changed."
+    "Every answer lists its next steps as tool · target · expected shapes, with the arguments or "
+    "the ready body to use, and the fields of each shape; call only steps an answer offered. "
+    "In an answer's text, ~ stands for the IRI it declares with '~ ='; write IRIs out in full in "
+    "a body. An error names its problem type, says what was wrong and lists what is still "
+    "admissible; nothing was changed."
 )
 
 

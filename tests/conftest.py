@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.servers import ExampleServer
+from tests.servers import ExampleServer, RedisServer
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +31,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleServer]:
 def client() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=30) as http:
         yield http
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A real Redis for shared state. Without ``redis-server`` the tests that need it are skipped,
+    unless OMDS_LD_REQUIRE_REDIS=1 (CI sets it) makes that a failure."""
+    running = RedisServer(Path(tmp_path_factory.mktemp("redis")))
+    try:
+        running.start()
+    except FileNotFoundError:
+        message = "redis-server is not installed (apt-get install redis-server)"
+        if os.environ.get("OMDS_LD_REQUIRE_REDIS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    yield running
+    running.stop()

@@ -126,6 +126,8 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
         changes["refresh_seconds"] = args.refresh_seconds
     if args.timeout_seconds is not None:
         changes["timeout_seconds"] = args.timeout_seconds
+    if args.redis:
+        changes["redis_url"] = args.redis
 
     config = replace(config, **changes)  # type: ignore[arg-type]
     if args.http:
@@ -144,19 +146,19 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
 
 def _mcp(args: argparse.Namespace) -> int:
     from omds_ld.mcp.service import build_connectors, http_client, serve_stdio
-    from omds_ld.mcp.state import MemoryStateStore
+    from omds_ld.mcp.state import make_state, state_in_use
     from omds_ld.mcp.transport import HttpTransport
     from omds_ld.norm import load_norm
 
     config = _mcp_config(args)
     norm = load_norm(config.openapi)
-    state = MemoryStateStore()
+    state = make_state(config.redis_url)
     if args.stdio:
         if len(config.instances) != 1:
             raise SystemExit("omds-ld mcp --stdio serves exactly one instance")
 
         async def run_stdio() -> None:
-            async with http_client(config) as client:
+            async with http_client(config) as client, state_in_use(state):
                 connectors = build_connectors(config, norm, state, HttpTransport(client))
                 await serve_stdio(next(iter(connectors.values())))
 
@@ -176,7 +178,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with client, hosting.running():
+        async with client, state_in_use(state), hosting.running():
             yield
 
     app = Starlette(routes=[*hosting.routes(), Route("/healthz", healthz)], lifespan=lifespan)
@@ -348,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--allowed-origin", action="append", help="a further Origin to accept (HTTP)")
     mcp.add_argument(
         "--session-minutes", type=float, help="session binding lifetime (HTTP; default 30)"
+    )
+    mcp.add_argument(
+        "--redis",
+        help="Redis URL for state shared by replicas (sessions, idempotency records, cache); "
+        "default: in memory",
     )
     mcp.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     mcp.set_defaults(run=_mcp)

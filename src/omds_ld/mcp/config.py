@@ -67,13 +67,15 @@ class McpConfig:
     timeout_seconds: float = 10.0
     cache_ttl_seconds: float = 30.0
     refresh_seconds: float = 60.0
+    # Redis for state shared by replicas (sessions, idempotency records, cache); None: in memory
+    redis_url: str | None = None
 
     def with_http(self, **changes: Any) -> McpConfig:
         return replace(self, http=replace(self.http, **changes))
 
 
 def load_config(path: Path) -> McpConfig:
-    """Read a TOML file: ``[http]``, ``[[instance]]`` tables and top-level settings."""
+    """Read a TOML file: ``[http]``, ``[state]``, ``[[instance]]`` tables and top-level settings."""
     raw = tomllib.loads(path.read_text("utf-8"))
     instances = tuple(
         InstanceConfig(
@@ -106,4 +108,5 @@ def load_config(path: Path) -> McpConfig:
         timeout_seconds=float(raw.get("timeout_seconds", 10)),
         cache_ttl_seconds=float(raw.get("cache_ttl_seconds", 30)),
         refresh_seconds=float(raw.get("refresh_seconds", 60)),
+        redis_url=raw.get("state", {}).get("redis"),
     )

@@ -1,14 +1,18 @@
 """State that must outlive a request: session bindings, idempotency records, the upstream cache.
 
-One small interface; kept in memory for one process (stdio, one HTTP server). Several replicas of
-one insurer's MCP server would share it through Redis behind the same interface.
+One small interface, two stores: in memory for one process (stdio, one HTTP server), and Redis,
+shared by several replicas of an MCP server and kept across their restarts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 
 class StateStore(Protocol):
@@ -87,3 +91,70 @@ class MemoryStateStore:
             k for k, (_, expiry) in self._values.items() if expiry is not None and expiry <= now
         ]:
             del self._values[key]
+
+
+def make_state(redis_url: str | None) -> StateStore:
+    """The configured store: Redis at ``redis_url``, else in memory (nothing connects yet)."""
+    return MemoryStateStore() if redis_url is None else RedisStateStore.from_url(redis_url)
+
+
+@contextlib.asynccontextmanager
+async def state_in_use(state: StateStore) -> AsyncIterator[None]:
+    """While the server runs: a Redis store is reached at once (a wrong URL stops the start with
+    a clear error, not the first call) and closed at the end."""
+    if not isinstance(state, RedisStateStore):
+        yield
+        return
+    try:
+        await state.client.ping()
+    except Exception as error:
+        await state.close()
+        raise SystemExit(f"omds-ld: Redis for shared state is not reachable: {error}") from None
+    try:
+        yield
+    finally:
+        await state.close()
+
+
+class RedisStateStore:
+    """The state store shared by every replica that names the same Redis (keys under a prefix).
+
+    Every operation is one atomic Redis command: ``add`` is ``SET NX``, so of two replicas that
+    claim one idempotency key at once exactly one wins.
+    """
+
+    def __init__(self, client: Redis, prefix: str = "omds-ld:") -> None:
+        self.client = client
+        self.prefix = prefix
+
+    @classmethod
+    def from_url(cls, url: str, prefix: str = "omds-ld:") -> RedisStateStore:
+        from redis.asyncio import Redis
+
+        return cls(Redis.from_url(url), prefix)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    @staticmethod
+    def _ms(ttl: float | None) -> int | None:
+        return None if ttl is None else max(1, int(ttl * 1000))
+
+    async def get(self, key: str) -> bytes | None:
+        value = await self.client.get(self.prefix + key)
+        return value.encode() if isinstance(value, str) else value
+
+    async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+        await self.client.set(self.prefix + key, value, px=self._ms(ttl))
+
+    async def add(self, key: str, value: bytes, ttl: float | None = None) -> bool:
+        return bool(await self.client.set(self.prefix + key, value, px=self._ms(ttl), nx=True))
+
+    async def touch(self, key: str, ttl: float) -> bool:
+        return bool(await self.client.pexpire(self.prefix + key, self._ms(ttl) or 1))
+
+    async def delete(self, key: str) -> None:
+        await self.client.delete(self.prefix + key)
+
+    async def incr(self, key: str) -> int:
+        return int(await self.client.incr(self.prefix + key))

@@ -1,0 +1,117 @@
+"""Several replicas of one MCP server share their state through Redis, and keep it over a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from tests.mcp.test_errors import PRODUCT, insurer_calls
+from tests.mcp.test_http import HEADERS, LIST_TOOLS, open_session
+from tests.servers import ExampleServer, McpServer, RedisServer, free_port
+
+
+@pytest.fixture
+def replicas(
+    server: ExampleServer, redis_server: RedisServer, tmp_path: Path
+) -> Iterator[tuple[McpServer, McpServer]]:
+    """Two replicas of one standalone MCP server for Pfefferminzia and Disrupto, one Redis."""
+    config = tmp_path / "mcp.toml"
+    config.write_text(
+        f"""
+[state]
+redis = "{redis_server.url}"
+[[instance]]
+name = "pfefferminzia"
+api = "{server.api("pfefferminzia")}"
+[[instance]]
+name = "disrupto"
+api = "{server.api("disrupto")}"
+"""
+    )
+    started = []
+    try:
+        for name in ("a", "b"):
+            replica = McpServer(
+                config, free_port(), ["--request-log", str(tmp_path / f"requests-{name}.jsonl")]
+            )
+            replica.start()
+            started.append(replica)
+        yield started[0], started[1]
+    finally:
+        for replica in started:
+            replica.stop()
+
+
+def calculation_posts(server: ExampleServer) -> int:
+    return sum(
+        1
+        for e in insurer_calls(server)
+        if e["method"] == "POST" and e["path"].endswith("/pfefferminzia/api/calculations")
+    )
+
+
+async def create(url: str, key: str) -> dict[str, Any]:
+    async with Client(url, mode="legacy") as client:
+        result = await client.call_tool(
+            "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}, "idempotencyKey": key}
+        )
+        assert not result.is_error, result.content[0].text
+        case: dict[str, Any] = result.structured_content["case"]
+        return case
+
+
+def test_a_retry_at_another_replica_or_after_a_restart_acts_once(
+    server: ExampleServer, replicas: tuple[McpServer, McpServer]
+) -> None:
+    first, second = replicas
+    key = f"replicas-{uuid.uuid4().hex}"
+    before = calculation_posts(server)
+    case = asyncio.run(create(first.mcp("pfefferminzia"), key))
+    assert asyncio.run(create(second.mcp("pfefferminzia"), key)) == case
+    first.stop()
+    first.start()
+    assert asyncio.run(create(first.mcp("pfefferminzia"), key)) == case
+    assert calculation_posts(server) - before == 1, "the insurer was asked more than once"
+
+
+def test_a_session_is_refused_at_another_replicas_other_insurer_naming_its_owner(
+    client: httpx.Client, replicas: tuple[McpServer, McpServer]
+) -> None:
+    first, second = replicas
+    session = open_session(client, first.mcp("pfefferminzia"))
+    foreign = client.post(
+        second.mcp("disrupto"), json=LIST_TOOLS, headers={**HEADERS, "Mcp-Session-Id": session}
+    )
+    assert foreign.status_code == 404
+    assert "'pfefferminzia'" in foreign.json()["error"]["message"]
+    # the session itself lives in the replica that opened it: elsewhere the client starts anew
+    elsewhere = client.post(
+        second.mcp("pfefferminzia"), json=LIST_TOOLS, headers={**HEADERS, "Mcp-Session-Id": session}
+    )
+    assert elsewhere.status_code == 404
+    own = client.post(
+        first.mcp("pfefferminzia"), json=LIST_TOOLS, headers={**HEADERS, "Mcp-Session-Id": session}
+    )
+    assert own.status_code == 200
+
+
+def test_a_replica_whose_redis_is_unreachable_does_not_start(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.toml"
+    config.write_text(
+        f"""
+[state]
+redis = "redis://127.0.0.1:{free_port()}/0"
+[[instance]]
+name = "pfefferminzia"
+api = "http://127.0.0.1:9/api"
+"""
+    )
+    with pytest.raises(RuntimeError, match="Redis for shared state is not reachable"):
+        McpServer(config, free_port()).start()

@@ -1,0 +1,101 @@
+"""Both state stores keep the same promises: the pipeline cannot tell which one it runs on."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+
+from omds_ld.mcp.state import MemoryStateStore, RedisStateStore, StateStore
+from tests.servers import RedisServer
+
+Check = Callable[[StateStore], Awaitable[None]]
+
+
+@pytest.fixture(params=["memory", "redis"])
+def run_on(request: pytest.FixtureRequest) -> Callable[[Check], None]:
+    """Runs a check against a fresh store of each kind (Redis: a real server, its own prefix)."""
+
+    @asynccontextmanager
+    async def store() -> AsyncIterator[StateStore]:
+        if request.param == "memory":
+            yield MemoryStateStore()
+            return
+        redis: RedisServer = request.getfixturevalue("redis_server")
+        shared = RedisStateStore.from_url(redis.url, prefix=f"test-{uuid.uuid4().hex}:")
+        try:
+            yield shared
+        finally:
+            await shared.close()
+
+    def run(check: Check) -> None:
+        async def main() -> None:
+            async with store() as state:
+                await check(state)
+
+        asyncio.run(main())
+
+    return run
+
+
+def test_a_value_lives_for_its_time_to_live(run_on: Callable[[Check], None]) -> None:
+    async def check(state: StateStore) -> None:
+        await state.set("a", b"1", ttl=0.3)
+        await state.set("forever", b"2")
+        assert await state.get("a") == b"1"
+        await asyncio.sleep(0.45)
+        assert await state.get("a") is None
+        assert await state.get("forever") == b"2"
+
+    run_on(check)
+
+
+def test_of_concurrent_claims_exactly_one_wins(run_on: Callable[[Check], None]) -> None:
+    async def check(state: StateStore) -> None:
+        claims = await asyncio.gather(*(state.add("idem:k", b"%d" % i, 60) for i in range(20)))
+        assert claims.count(True) == 1
+        winner = claims.index(True)
+        assert await state.get("idem:k") == b"%d" % winner
+
+    run_on(check)
+
+
+def test_touch_extends_a_live_key_only(run_on: Callable[[Check], None]) -> None:
+    async def check(state: StateStore) -> None:
+        await state.set("session:s", b"pfefferminzia", ttl=0.3)
+        assert await state.touch("session:s", 5)
+        await asyncio.sleep(0.45)
+        assert await state.get("session:s") == b"pfefferminzia"
+        assert not await state.touch("session:gone", 5)
+        assert await state.get("session:gone") is None
+
+    run_on(check)
+
+
+def test_counters_start_at_one_and_deleted_keys_are_gone(
+    run_on: Callable[[Check], None],
+) -> None:
+    async def check(state: StateStore) -> None:
+        assert [await state.incr("gen:x") for _ in range(3)] == [1, 2, 3]
+        await state.delete("gen:x")
+        assert await state.get("gen:x") is None
+        assert await state.incr("gen:x") == 1
+
+    run_on(check)
+
+
+def test_redis_stores_with_other_prefixes_share_nothing(redis_server: RedisServer) -> None:
+    async def check() -> tuple[bytes | None, bytes | None]:
+        first = RedisStateStore.from_url(redis_server.url, prefix="one:")
+        second = RedisStateStore.from_url(redis_server.url, prefix="two:")
+        try:
+            await first.set("k", b"1")
+            return await first.get("k"), await second.get("k")
+        finally:
+            await first.close()
+            await second.close()
+
+    assert asyncio.run(check()) == (b"1", None)

@@ -114,6 +114,7 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
                     language=args.language,
                     headers=headers,
                     token=args.token,
+                    disabled_tools=tuple(args.disable_tool or ()),
                 ),
             )
         )
@@ -338,6 +339,11 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--language", default="en", help="language of labels in answers (de, en)")
     mcp.add_argument("--token", help="bearer token for the insurer's interface")
     mcp.add_argument("--header", action="append", help="further header for the insurer, NAME=VALUE")
+    mcp.add_argument(
+        "--disable-tool",
+        action="append",
+        help="switch a tool off (not listed, refused; repeatable), e.g. createOffer",
+    )
     mcp.add_argument("--openapi", help="another version of the norm's OpenAPI file")
     mcp.add_argument("--request-log", help="request log (JSONL); default: stderr")
     mcp.add_argument("--refresh-seconds", type=float, help="how often process knowledge is re-read")

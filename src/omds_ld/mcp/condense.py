@@ -418,10 +418,12 @@ def condense(
     status: int,
     provenance: Mapping[str, Any],
     shapes_seen: Collection[str] = (),
+    offered: Collection[str] | None = None,
 ) -> Condensed:
     """Condense one JSON-LD answer of the insurer.
 
     ``shapes_seen`` names the shapes this session was shown already: they are named, not repeated.
+    ``offered`` names the tools the caller has: next steps to other operations are left out.
     """
     w = _Writer(language)
     kind = str(answer.get("@type", ""))
@@ -555,9 +557,9 @@ def condense(
         }
         w.premium(answer.get("bc:premium"))
 
-    w.next_steps(answer.get("bc:nextStep", []), shape_names)
+    steps = _offered(answer.get("bc:nextStep", []), offered)
+    w.next_steps(steps, shape_names)
     if answer.get("bc:shape"):
-        steps = answer.get("bc:nextStep", [])
         open_steps = {i for s in steps if not s.get("bc:body") for i in s.get("bc:expects", [])}
         # a shape only steps with a ready body expect needs no field list: the body fills it
         filled = {s["@id"] for s in answer["bc:shape"] if s["@id"] not in open_steps}
@@ -574,6 +576,7 @@ def condense_problem(
     language: str,
     kind: str,
     provenance: Mapping[str, Any],
+    offered: Collection[str] | None = None,
 ) -> Condensed:
     """A problem of the norm as a tool error: type, kind, explanation, what is still admissible."""
     w = _Writer(language)
@@ -598,9 +601,19 @@ def condense_problem(
     }
     w.validation(problem.get("bc:validationReport"))
     shape_names = {s["@id"]: local(s["@id"]) for s in problem.get("bc:shape", [])}
-    w.next_steps(problem.get("bc:nextStep", []), shape_names, heading="Still admissible")
+    w.next_steps(
+        _offered(problem.get("bc:nextStep", []), offered), shape_names, heading="Still admissible"
+    )
     _provenance(w, provenance)
     return Condensed("\n".join(w.lines), w.data)
+
+
+def _offered(
+    steps: Sequence[Mapping[str, Any]], offered: Collection[str] | None
+) -> list[Mapping[str, Any]]:
+    if offered is None:
+        return list(steps)
+    return [s for s in steps if s.get("bc:operation") in offered]
 
 
 def _provenance(w: _Writer, provenance: Mapping[str, Any]) -> None:

@@ -23,6 +23,8 @@ class InstanceConfig:
     language: str = "en"
     headers: Mapping[str, str] = field(default_factory=dict)
     token: str | None = None
+    # tools the operator has switched off (a kill switch per capability): not listed, refused
+    disabled_tools: tuple[str, ...] = ()
 
     @property
     def upstream_headers(self) -> dict[str, str]:
@@ -85,6 +87,7 @@ def load_config(path: Path) -> McpConfig:
             language=i.get("language", "en"),
             headers=dict(i.get("headers", {})),
             token=i.get("token"),
+            disabled_tools=tuple(i.get("disabled_tools", ())),
         )
         for i in raw.get("instance", [])
     )

@@ -6,6 +6,7 @@ import logging
 import time
 import uuid
 import weakref
+from collections.abc import Collection
 from typing import Any
 
 import mcp_types as types
@@ -63,7 +64,14 @@ class Connector:
         state: StateStore,
         request_log: RequestLog,
         refresh_seconds: float = 60.0,
+        disabled_tools: Collection[str] = (),
     ) -> None:
+        unknown = sorted(set(disabled_tools) - set(norm.operations))
+        if unknown:
+            raise ValueError(
+                f"{instance.name}: disabled_tools names no operation of the norm: {unknown}"
+            )
+        self.disabled = frozenset(disabled_tools)
         self.norm = norm
         self.instance = instance
         self.upstream = upstream
@@ -78,7 +86,10 @@ class Connector:
             weakref.WeakKeyDictionary()
         )
         # built once: the tools for an insurer with and without the draft at the server
-        self._specs = {draft: by_name(tools(norm, draft)) for draft in (True, False)}
+        self._specs = {
+            draft: by_name(t for t in tools(norm, draft) if t.name not in self.disabled)
+            for draft in (True, False)
+        }
         self._tools = {draft: self._describe(specs) for draft, specs in self._specs.items()}
         self.server = NormServer(
             f"omds-ld-{instance.name}",
@@ -167,11 +178,14 @@ class Connector:
     ) -> types.CallToolResult:
         self._remember(ctx)
         await self.refresh(force=self.draft_at_server is None)
-        spec = self.specs.get(params.name)
+        specs = self.specs
+        spec = specs.get(params.name)
         session = _session_id(ctx) or self._stdio_session(ctx)
         if spec is None:
-            return await self.executor.unknown_tool(params.name, sorted(self.specs), session)
-        return await self.executor.call(spec, params.arguments, session)
+            return await self.executor.unknown_tool(
+                params.name, sorted(specs), session, switched_off=params.name in self.disabled
+            )
+        return await self.executor.call(spec, params.arguments, session, offered=specs.keys())
 
     def _stdio_session(self, ctx: ServerRequestContext[Any]) -> str | None:
         """Without HTTP, the connection is the session (stdio serves one client)."""

@@ -9,7 +9,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,9 +213,17 @@ class Executor:
                 )
 
     async def call(
-        self, spec: ToolSpec, arguments: Mapping[str, Any] | None, session: str | None
+        self,
+        spec: ToolSpec,
+        arguments: Mapping[str, Any] | None,
+        session: str | None,
+        offered: Collection[str] | None = None,
     ) -> types.CallToolResult:
-        """One tool call, start to finish. Never raises: every failure is a tool error."""
+        """One tool call, start to finish. Never raises: every failure is a tool error.
+
+        ``offered`` names the tools the connector offers now: next steps to any other tool are
+        left out of the answer (a step the caller cannot take is no step).
+        """
         started = time.perf_counter()
         operation = spec.operation
         provenance = self._provenance(spec.name, self.upstream.api_url + operation.path)
@@ -230,9 +238,9 @@ class Executor:
         try:
             clean = self.prepare(spec, arguments)
             await self.check_names(spec, clean)
-            result = await self._call_insurer(spec, clean, provenance, log)
+            result = await self._call_insurer(spec, clean, provenance, log, offered)
         except Refusal as refusal:
-            condensed = self._refused(spec.name, refusal.problem, provenance)
+            condensed = self._refused(spec.name, refusal.problem, provenance, offered)
             result = _tool_result(condensed, error=True)
             log.update(
                 outcome="refused", status=refusal.problem["status"], problem=refusal.problem["type"]
@@ -243,7 +251,9 @@ class Executor:
             problem = self._problem(
                 slug, failure.detail, **{"bc:nextStep": self._entry_steps(spec)}
             )
-            result = _tool_result(self._refused(spec.name, problem, provenance), error=True)
+            result = _tool_result(
+                self._refused(spec.name, problem, provenance, offered), error=True
+            )
             log.update(outcome="temporary", status=problem["status"], problem=problem["type"])
         except Exception as error:  # a bug of ours: an internal error, never a stack trace
             logger.exception("%s · %s failed", self.instance.name, spec.name)
@@ -271,16 +281,20 @@ class Executor:
         }
 
     async def unknown_tool(
-        self, name: str, known: list[str], session: str | None
+        self, name: str, known: list[str], session: str | None, *, switched_off: bool = False
     ) -> types.CallToolResult:
         """A tool this connector does not offer: an error naming the tools it does offer."""
         provenance = self._provenance(name, self.upstream.api_url)
         in_norm = name in self.norm.operations
-        reason = (
-            f"{name} is not offered by {self.instance.display_name}: it keeps no draft at the server"
-            if in_norm
-            else f"there is no tool {name!r}"
-        )
+        if switched_off:
+            reason = f"{name} is switched off by the operator of this MCP server"
+        elif in_norm:
+            reason = (
+                f"{name} is not offered by {self.instance.display_name}: "
+                "it keeps no draft at the server"
+            )
+        else:
+            reason = f"there is no tool {name!r}"
         problem = self._problem(
             "operation-not-admissible" if in_norm else "not-found",
             f"{reason}; tools: {', '.join(known)}",
@@ -294,10 +308,14 @@ class Executor:
              "tool": name, "outcome": "refused", "status": problem["status"],
              "problem": problem["type"], "durationMs": 0.0, "provenance": provenance}
         )  # fmt: skip
-        return _tool_result(self._refused(name, problem, provenance), error=True)
+        return _tool_result(self._refused(name, problem, provenance, known), error=True)
 
     def _refused(
-        self, name: str, problem: Mapping[str, Any], provenance: Mapping[str, Any]
+        self,
+        name: str,
+        problem: Mapping[str, Any],
+        provenance: Mapping[str, Any],
+        offered: Collection[str] | None = None,
     ) -> Condensed:
         return condense_problem(
             problem,
@@ -306,6 +324,7 @@ class Executor:
             language=self.instance.language,
             kind=error_kind(int(problem.get("status", 500))),
             provenance=provenance,
+            offered=offered,
         )
 
     async def _call_insurer(
@@ -314,6 +333,7 @@ class Executor:
         arguments: dict[str, Any],
         provenance: dict[str, Any],
         log: dict[str, Any],
+        offered: Collection[str] | None = None,
     ) -> types.CallToolResult:
         operation = spec.operation
         path = {p.name: str(arguments[p.name]) for p in operation.path_parameters}
@@ -347,7 +367,9 @@ class Executor:
             problem.setdefault("type", "about:blank")
             problem.setdefault("title", "the insurer refused the call")
             problem.setdefault("detail", "")
-            result = _tool_result(self._refused(spec.name, problem, provenance), error=True)
+            result = _tool_result(
+                self._refused(spec.name, problem, provenance, offered), error=True
+            )
             log.update(outcome="tool-error", status=answer.status, problem=problem.get("type"))
             if record_key:
                 await self.state.delete(record_key)
@@ -361,6 +383,7 @@ class Executor:
             status=answer.status,
             provenance=provenance,
             shapes_seen=seen,
+            offered=offered,
         )
         seen.update(s["@id"] for s in answer.body.get("bc:shape", []))
         _log_scope(log, condensed)

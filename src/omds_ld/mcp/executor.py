@@ -10,7 +10,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -28,6 +28,7 @@ logger = logging.getLogger("omds_ld.mcp")
 
 MAX_STRING = 4000
 MAX_SESSIONS_REMEMBERED = 10_000
+MAX_CASES_REMEMBERED = 20  # per session: what an error for an unknown case lists
 IDEMPOTENCY_TTL = 24 * 3600.0
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -49,6 +50,14 @@ class Refusal(Exception):
     def __init__(self, problem: dict[str, Any]) -> None:
         super().__init__(problem.get("detail"))
         self.problem = problem
+
+
+@dataclass
+class SessionMemory:
+    """What one session was shown by this connector."""
+
+    shapes: set[str] = field(default_factory=set)
+    cases: dict[str, str] = field(default_factory=dict)  # caseId → product IRI
 
 
 @dataclass(frozen=True)
@@ -94,8 +103,9 @@ class Executor:
         self.state = state
         self.request_log = request_log
         self._validators: dict[str, SchemaValidator] = {}
-        # the shapes each session was shown, so that an answer names them instead of repeating
-        self._shapes_seen: OrderedDict[str, set[str]] = OrderedDict()
+        # what each session was shown: shapes (named, not repeated) and business cases (listed
+        # when the session names a case the insurer does not know)
+        self._sessions: OrderedDict[str, SessionMemory] = OrderedDict()
 
     def _problem(
         self, slug: str, detail: str, errors: list[dict[str, str]] | None = None, **extra: Any
@@ -361,8 +371,14 @@ class Executor:
         provenance["url"] = answer.url
         provenance["fromCache"] = answer.from_cache
         log["upstreamStatus"] = answer.status
+        memory = self._memory(log.get("session"))
         if answer.status >= 400 or not isinstance(answer.body, dict):
             problem = answer.body if isinstance(answer.body, dict) else {}
+            if answer.status == 404 and "caseId" in path and memory.cases:
+                # not a guess at what was meant: what this session has worked on
+                problem.setdefault(
+                    "known", [f"{case} <{product}>" for case, product in memory.cases.items()]
+                )
             problem.setdefault("status", answer.status)
             problem.setdefault("type", "about:blank")
             problem.setdefault("title", "the insurer refused the call")
@@ -374,7 +390,7 @@ class Executor:
             if record_key:
                 await self.state.delete(record_key)
             return result
-        seen = self._seen(log.get("session"))
+        seen = memory.shapes
         condensed = condense(
             answer.body,
             operation=spec.name,
@@ -386,6 +402,12 @@ class Executor:
             offered=offered,
         )
         seen.update(s["@id"] for s in answer.body.get("bc:shape", []))
+        case = condensed.structured.get("case")
+        if log.get("session") and isinstance(case, dict) and case.get("caseId"):
+            memory.cases.pop(str(case["caseId"]), None)  # the latest last
+            memory.cases[str(case["caseId"])] = str(case.get("product", ""))
+            while len(memory.cases) > MAX_CASES_REMEMBERED:
+                del memory.cases[next(iter(memory.cases))]
         _log_scope(log, condensed)
         result = _tool_result(
             condensed, error=False, full=answer.body if arguments.get("full") else None
@@ -400,17 +422,17 @@ class Executor:
             await self.state.set(record_key, json.dumps(stored).encode(), IDEMPOTENCY_TTL)
         return result
 
-    def _seen(self, session: str | None) -> set[str]:
-        """The shapes a session was shown (none for calls without a session)."""
+    def _memory(self, session: str | None) -> SessionMemory:
+        """What a session was shown (a fresh, forgotten memory for calls without a session)."""
         if session is None:
-            return set()
-        seen = self._shapes_seen.get(session)
-        if seen is None:
-            seen = self._shapes_seen[session] = set()
-            if len(self._shapes_seen) > MAX_SESSIONS_REMEMBERED:
-                self._shapes_seen.popitem(last=False)
-        self._shapes_seen.move_to_end(session)
-        return seen
+            return SessionMemory()
+        memory = self._sessions.get(session)
+        if memory is None:
+            memory = self._sessions[session] = SessionMemory()
+            if len(self._sessions) > MAX_SESSIONS_REMEMBERED:
+                self._sessions.popitem(last=False)
+        self._sessions.move_to_end(session)
+        return memory
 
     async def _replay(
         self, spec: ToolSpec, record_key: str, fingerprint: str

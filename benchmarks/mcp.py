@@ -331,6 +331,11 @@ async def measure(
         direct_ms, arms_ms = figures[0], figures[1:]
         print(f"  {label:<27} {direct_ms:>7.2f}" + "".join(f" {ms:>11.2f}" for ms in arms_ms))
         print(f"  {'  adds':<27} {'':>7}" + "".join(f" {ms - direct_ms:>+11.2f}" for ms in arms_ms))
+        peer_adds = arms_ms[-1] - direct_ms
+        print(
+            f"  {'  adds / FastMCP adds':<27} {'':>7}"
+            + "".join(f" {(ms - direct_ms) / peer_adds:>11.2f}" for ms in arms_ms)
+        )
     print(
         "  (serve: omds-ld serve, the MCP server in the interface's process, protocol 2025-11-25;\n"
         f"   sessionless: the same, protocol {SESSIONLESS}; standalone: omds-ld mcp --http, and\n"

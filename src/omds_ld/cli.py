@@ -171,6 +171,7 @@ def _mcp(args: argparse.Namespace) -> int:
     from starlette.routing import Route
 
     from omds_ld.mcp.service import McpHosting, healthz
+    from omds_ld.process import freeze_startup_heap
 
     client = http_client(config)
     hosting = McpHosting(
@@ -180,6 +181,7 @@ def _mcp(args: argparse.Namespace) -> int:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with client, state_in_use(state), hosting.running():
+            freeze_startup_heap()
             yield
 
     app = Starlette(routes=[*hosting.routes(), Route("/healthz", healthz)], lifespan=lifespan)

@@ -29,6 +29,7 @@ from omds_ld.insurer.store import Replay, Store
 from omds_ld.norm import Norm, Operation, load_norm
 from omds_ld.norm.jsonld import CONTEXT_URL, context_document
 from omds_ld.norm.schemas import SchemaValidator
+from omds_ld.process import freeze_startup_heap
 
 log = logging.getLogger("omds_ld.insurer")
 
@@ -363,6 +364,7 @@ def create_app(
         async with contextlib.AsyncExitStack() as stack:
             if extra_lifespan is not None:
                 await stack.enter_async_context(extra_lifespan())
+            freeze_startup_heap()
             yield
         store.close()
 

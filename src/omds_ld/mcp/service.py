@@ -24,6 +24,7 @@ from omds_ld.mcp.state import StateStore
 from omds_ld.mcp.transport import Transport
 from omds_ld.mcp.upstream import Upstream
 from omds_ld.norm import Norm
+from omds_ld.process import freeze_startup_heap
 
 SESSION_HEADER = "mcp-session-id"
 
@@ -209,6 +210,7 @@ class McpHosting:
 async def serve_stdio(connector: Connector) -> None:
     """One connector over stdio: stdout carries only the protocol, logs go to stderr."""
     await connector.refresh(force=True)
+    freeze_startup_heap()
     async with stdio_server() as (read_stream, write_stream):
         await connector.server.run(
             read_stream, write_stream, connector.server.create_initialization_options()

@@ -402,12 +402,15 @@ class AccessLog:
         try:
             await self.app(scope, receive, watch)
         finally:
-            entry = {
+            entry: dict[str, Any] = {
                 "method": scope["method"],
                 "path": scope["path"],
                 "status": status,
                 "durationMs": round((time.perf_counter() - started) * 1000, 2),
             }
+            trace = _trace_id(scope)
+            if trace:
+                entry["traceId"] = trace
             with self.path.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(entry) + "\n")
 
@@ -454,3 +457,13 @@ def _routing_problem(
     steps = service.answers.entry_steps() if service else []
     body = problem_body(norm, problem, path, steps)
     return JSONResponse(body, status, headers=headers, media_type=PROBLEM_JSON)
+
+
+def _trace_id(scope: Scope) -> str | None:
+    """The trace id of a W3C ``traceparent`` header (version-traceid-spanid-flags), if valid."""
+    for name, value in scope.get("headers", []):
+        if name == b"traceparent":
+            parts: list[str] = bytes(value).decode("latin-1").split("-")
+            if len(parts) == 4 and len(parts[1]) == 32 and parts[1] != "0" * 32:
+                return parts[1]
+    return None

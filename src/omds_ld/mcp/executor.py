@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
+from opentelemetry.trace import get_current_span
 
 from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.condense import Condensed, condense, condense_problem
@@ -244,6 +245,9 @@ class Executor:
             "tool": spec.name,
             **field_names(arguments or {}),
         }
+        trace = get_current_span().get_span_context()
+        if trace.is_valid:  # the caller's trace (W3C trace context in the request's _meta)
+            log["traceId"] = format(trace.trace_id, "032x")
         result: types.CallToolResult
         try:
             clean = self.prepare(spec, arguments)

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from opentelemetry.propagate import inject
+
 from omds_ld.mcp.state import StateStore
 from omds_ld.mcp.transport import InsurerUnavailable, RawAnswer, Transport
 from omds_ld.norm import Operation
@@ -98,8 +100,9 @@ class Upstream:
         """Call an operation; ``revalidate`` asks the insurer even if a cached read is fresh."""
         url = self.url(operation, path_params, query)
         scope = self._scope(operation, path_params)
+        headers = dict(self.headers)
+        inject(headers)  # the caller's trace goes on to the insurer (W3C traceparent), if any
         if operation.method != "GET":
-            headers = dict(self.headers)
             if idempotency_key:
                 headers["Idempotency-Key"] = idempotency_key
             content = None
@@ -112,13 +115,12 @@ class Upstream:
 
         key = f"cache:{self.name}:{await self._generation(scope)}:{url}"
         cached = _entry(await self.state.get(key))
-        headers = self.headers
         if cached is not None:
             meta, content = cached
             if meta["fresh_until"] > time.time() and not revalidate:
                 return UpstreamResponse(200, json.loads(content), url, "GET", True)
             if meta.get("etag"):
-                headers = {**headers, "If-None-Match": meta["etag"]}
+                headers["If-None-Match"] = meta["etag"]
         answer = await self.transport.request("GET", url, headers, None)
         if answer.status == 304 and cached is not None:
             await self._keep(key, answer, cached[1], cached[0].get("etag"))

@@ -26,6 +26,22 @@ def free_port() -> int:
         return port
 
 
+def wait_until_healthy(
+    process: subprocess.Popen[bytes], url: str, log: Path, what: str, seconds: float = 30
+) -> None:
+    """Until ``url``/healthz answers 200; the process's log in the error if it exits or hangs."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited: {log.read_text()}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not start: {log.read_text()}")
+
+
 @dataclass
 class ExampleServer:
     """``omds-ld serve`` in a subprocess, on its own SQLite file; restartable."""
@@ -75,16 +91,7 @@ class ExampleServer:
         ]  # fmt: skip
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise RuntimeError(f"server did not start: {self.log.read_text()}")
+        wait_until_healthy(self.process, self.url, self.log, "server")
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -202,16 +209,7 @@ class McpServer:
                  "--port", str(self.port), "--log-level", "warning", *self.extra_args],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"MCP server exited: {log.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise RuntimeError(f"MCP server did not start: {log.read_text()}")
+        wait_until_healthy(self.process, self.url, log, "MCP server")
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -35,17 +36,19 @@ def open_session(client: httpx.Client, url: str) -> str:
     return session
 
 
+def in_session(
+    client: httpx.Client, url: str, session: str, message: dict[str, Any] = LIST_TOOLS
+) -> httpx.Response:
+    """A JSON-RPC message posted within a session."""
+    return client.post(url, json=message, headers={**HEADERS, "Mcp-Session-Id": session})
+
+
 def test_a_session_is_refused_at_another_insurer_naming_its_owner(
     client: httpx.Client, server: ExampleServer
 ) -> None:
     session = open_session(client, server.mcp("pfefferminzia"))
-    own = client.post(
-        server.mcp("pfefferminzia"), json=LIST_TOOLS, headers={**HEADERS, "Mcp-Session-Id": session}
-    )
-    assert own.status_code == 200
-    foreign = client.post(
-        server.mcp("disrupto"), json=LIST_TOOLS, headers={**HEADERS, "Mcp-Session-Id": session}
-    )
+    assert in_session(client, server.mcp("pfefferminzia"), session).status_code == 200
+    foreign = in_session(client, server.mcp("disrupto"), session)
     assert foreign.status_code == 404
     message = foreign.json()["error"]["message"]
     assert "'pfefferminzia'" in message and "/omds-ld/insurers/pfefferminzia/mcp" in message

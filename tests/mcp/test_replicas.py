@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 
 from tests.mcp.test_errors import PRODUCT, insurer_calls
-from tests.mcp.test_http import HEADERS, LIST_TOOLS, open_session
+from tests.mcp.test_http import in_session, open_session
 from tests.servers import ExampleServer, McpServer, RedisServer, free_port
 
 
@@ -86,20 +86,12 @@ def test_a_session_is_refused_at_another_replicas_other_insurer_naming_its_owner
 ) -> None:
     first, second = replicas
     session = open_session(client, first.mcp("pfefferminzia"))
-    foreign = client.post(
-        second.mcp("disrupto"), json=LIST_TOOLS, headers={**HEADERS, "Mcp-Session-Id": session}
-    )
+    foreign = in_session(client, second.mcp("disrupto"), session)
     assert foreign.status_code == 404
     assert "'pfefferminzia'" in foreign.json()["error"]["message"]
     # the session itself lives in the replica that opened it: elsewhere the client starts anew
-    elsewhere = client.post(
-        second.mcp("pfefferminzia"), json=LIST_TOOLS, headers={**HEADERS, "Mcp-Session-Id": session}
-    )
-    assert elsewhere.status_code == 404
-    own = client.post(
-        first.mcp("pfefferminzia"), json=LIST_TOOLS, headers={**HEADERS, "Mcp-Session-Id": session}
-    )
-    assert own.status_code == 200
+    assert in_session(client, second.mcp("pfefferminzia"), session).status_code == 404
+    assert in_session(client, first.mcp("pfefferminzia"), session).status_code == 200
 
 
 def test_a_replica_whose_redis_is_unreachable_does_not_start(tmp_path: Path) -> None:

@@ -99,3 +99,24 @@ def test_redis_stores_with_other_prefixes_share_nothing(redis_server: RedisServe
             await second.close()
 
     assert asyncio.run(check()) == (b"1", None)
+
+
+def test_several_keys_come_in_one_call_in_their_order(run_on: Callable[[Check], None]) -> None:
+    async def check(state: StateStore) -> None:
+        await state.set("gen:x", b"3")
+        await state.set("cache:x", b"entry", ttl=60)
+        assert await state.get_many(["gen:x", "missing", "cache:x"]) == [b"3", None, b"entry"]
+
+    run_on(check)
+
+
+def test_reading_a_binding_keeps_it_alive(run_on: Callable[[Check], None]) -> None:
+    async def check(state: StateStore) -> None:
+        await state.set("session:s", b"disrupto", ttl=0.3)
+        assert await state.get_and_touch("session:s", 5) == b"disrupto"
+        await asyncio.sleep(0.45)
+        assert await state.get("session:s") == b"disrupto"
+        assert await state.get_and_touch("session:gone", 5) is None
+        assert await state.get("session:gone") is None
+
+    run_on(check)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 from mcp import Client
 
+from omds_ld.mcp.state import MemoryStateStore
+from omds_ld.mcp.transport import AsgiTransport
+from omds_ld.mcp.upstream import Upstream
+from omds_ld.norm import load_norm
 from omds_ld.norm.catalogue import _data_text
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import connect, stdio_parameters
@@ -66,3 +72,38 @@ def test_tools_follow_another_version_of_the_norm(server: ExampleServer, tmp_pat
     listed = asyncio.run(run())
     assert "readShape" not in listed
     assert listed["listProducts"] == "List the products (version 2 of the norm)."
+
+
+def test_a_write_makes_reads_below_its_resource_ask_again_and_no_others() -> None:
+    asked: list[str] = []
+
+    async def insurer(scope: Any, receive: Any, send: Any) -> None:
+        """Answers every read as fresh for a minute, and counts what it is asked."""
+        await receive()
+        asked.append(f"{scope['method']} {scope['path']}")
+        body = json.dumps({"@type": "bc:BusinessCase", "answer": len(asked)}).encode()
+        headers = [(b"cache-control", b"max-age=60"), (b"content-type", b"application/ld+json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    norm = load_norm()
+    read, write = norm.operation("readCalculation"), norm.operation("createRiskObject")
+    upstream = Upstream(
+        name="t", api_url="http://insurer.test/api",
+        transport=AsgiTransport(insurer, timeout=5), state=MemoryStateStore(),
+    )  # fmt: skip
+
+    async def run() -> list[bool]:
+        def read_case(case: str) -> Any:
+            return upstream.send(read, {"caseId": case}, {}, None, None)
+
+        first, again, other = await read_case("c1"), await read_case("c1"), await read_case("c2")
+        await upstream.send(write, {"caseId": "c1"}, {}, {"p:make": "Skoda"}, "key-1")
+        after, other_after = await read_case("c1"), await read_case("c2")
+        return [r.from_cache for r in (first, again, other, after, other_after)]
+
+    assert asyncio.run(run()) == [False, True, False, False, True]
+    assert asked == [
+        "GET /api/calculations/c1", "GET /api/calculations/c2",
+        "POST /api/calculations/c1/risk-objects", "GET /api/calculations/c1",
+    ]  # fmt: skip

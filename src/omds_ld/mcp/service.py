@@ -131,7 +131,7 @@ class SessionBinding:
         ttl = self.http.session_binding_seconds
         if session:
             key = f"session:{session}"
-            owner = await self.bindings.get(key)
+            owner = await self.bindings.get_and_touch(key, ttl)
             if owner is None:
                 await _refuse(
                     send, 404, "Session not found: unknown or expired; initialize a new session"
@@ -147,7 +147,6 @@ class SessionBinding:
                     "initialize a new session here",
                 )
                 return
-            await self.bindings.touch(key, ttl)
             if request.method == "DELETE":
                 await self.bindings.delete(key)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -16,9 +16,17 @@ if TYPE_CHECKING:
 
 
 class StateStore(Protocol):
-    """Keys with values and a time to live."""
+    """Keys with values and a time to live. Each method is one round trip to a shared store."""
 
     async def get(self, key: str) -> bytes | None: ...
+
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """The values of several keys at once, in their order."""
+        ...
+
+    async def get_and_touch(self, key: str, ttl: float) -> bytes | None:
+        """The value of a key, which then lives ``ttl`` seconds more (if it exists)."""
+        ...
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None: ...
 
@@ -57,6 +65,15 @@ class MemoryStateStore:
     async def get(self, key: str) -> bytes | None:
         entry = self._live(key)
         return None if entry is None else entry[0]
+
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return [await self.get(key) for key in keys]
+
+    async def get_and_touch(self, key: str, ttl: float) -> bytes | None:
+        value = await self.get(key)
+        if value is not None:
+            await self.touch(key, ttl)
+        return value
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         self._values[key] = (value, self._expiry(ttl))
@@ -141,8 +158,14 @@ class RedisStateStore:
         return None if ttl is None else max(1, int(ttl * 1000))
 
     async def get(self, key: str) -> bytes | None:
-        value = await self.client.get(self.prefix + key)
-        return value.encode() if isinstance(value, str) else value
+        return _bytes(await self.client.get(self.prefix + key))
+
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        values = await self.client.mget([self.prefix + key for key in keys])
+        return [_bytes(value) for value in values]
+
+    async def get_and_touch(self, key: str, ttl: float) -> bytes | None:
+        return _bytes(await self.client.getex(self.prefix + key, px=self._ms(ttl)))
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         await self.client.set(self.prefix + key, value, px=self._ms(ttl))
@@ -158,3 +181,7 @@ class RedisStateStore:
 
     async def incr(self, key: str) -> int:
         return int(await self.client.incr(self.prefix + key))
+
+
+def _bytes(value: bytes | str | None) -> bytes | None:
+    return value.encode() if isinstance(value, str) else value

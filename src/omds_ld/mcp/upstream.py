@@ -45,8 +45,10 @@ class Upstream:
     ``no-cache`` keeps it to revalidate with its ``ETag`` (a 304 reuses it), ``no-store`` keeps
     nothing. An answer without ``Cache-Control`` is kept ``default_ttl`` seconds. Every write bumps
     the generation of the resource it acts on (``/calculations/<id>``), so no read below it is
-    served from before the write. A cache entry is a line of JSON (ETag, fresh until) followed by
-    the insurer's body as it came: a revalidated answer keeps its body bytes untouched.
+    served from before the write. A cache entry is a line of JSON (the generation it was read
+    in, ETag, fresh until) followed by the insurer's body as it came; a read takes the generation
+    and the entry in one round trip to the state store. A 304 to a ``no-cache`` answer writes
+    nothing: the entry lives ``revalidate_ttl`` from its last full answer.
     """
 
     def __init__(
@@ -83,10 +85,6 @@ class Upstream:
         path = operation.href("", **path_params)
         return "/".join(path.split("/")[:3])
 
-    async def _generation(self, scope: str) -> str:
-        value = await self.state.get(f"gen:{self.name}:{scope}")
-        return value.decode() if value else "0"
-
     async def send(
         self,
         operation: Operation,
@@ -113,8 +111,14 @@ class Upstream:
             await self.state.incr(f"gen:{self.name}:{scope}")
             return UpstreamResponse(answer.status, _json(answer), url, operation.method, False)
 
-        key = f"cache:{self.name}:{await self._generation(scope)}:{url}"
-        cached = _entry(await self.state.get(key))
+        # one round trip: the resource's generation and the entry, kept with the generation it
+        # was read in; an entry from before the latest write is no entry
+        key = f"cache:{self.name}:{url}"
+        raw_generation, raw_entry = await self.state.get_many([f"gen:{self.name}:{scope}", key])
+        generation = raw_generation.decode() if raw_generation else "0"
+        cached = _entry(raw_entry)
+        if cached is not None and cached[0].get("gen") != generation:
+            cached = None
         if cached is not None:
             meta, content = cached
             if meta["fresh_until"] > time.time() and not revalidate:
@@ -123,29 +127,37 @@ class Upstream:
                 headers["If-None-Match"] = meta["etag"]
         answer = await self.transport.request("GET", url, headers, None)
         if answer.status == 304 and cached is not None:
-            await self._keep(key, answer, cached[1], cached[0].get("etag"))
-            return UpstreamResponse(200, json.loads(cached[1]), url, "GET", True)
+            meta, content = cached
+            if _freshness(answer, self.default_ttl) > 0:  # a new lease of freshness to note
+                await self._keep(key, generation, answer, content, meta.get("etag"))
+            return UpstreamResponse(200, json.loads(content), url, "GET", True)
         result = UpstreamResponse(answer.status, _json(answer), url, "GET", False)
         if answer.status == 200 and isinstance(result.body, dict):
-            await self._keep(key, answer, answer.content, None)
+            await self._keep(key, generation, answer, answer.content, None)
         return result
 
-    async def _keep(self, key: str, answer: RawAnswer, content: bytes, etag: str | None) -> None:
-        control = _cache_control(answer.headers.get("cache-control"))
-        if "no-store" in control:
+    async def _keep(
+        self, key: str, generation: str, answer: RawAnswer, content: bytes, etag: str | None
+    ) -> None:
+        if "no-store" in _cache_control(answer.headers.get("cache-control")):
             return
         etag = answer.headers.get("etag") or etag
-        if "no-cache" in control:
-            fresh = 0.0
-        elif control.get("max-age"):
-            fresh = float(control["max-age"] or 0)
-        else:
-            fresh = self.default_ttl
+        fresh = _freshness(answer, self.default_ttl)
         if fresh <= 0 and not etag:
             return
-        meta = json.dumps({"etag": etag, "fresh_until": time.time() + fresh}).encode()
+        meta = {"gen": generation, "etag": etag, "fresh_until": time.time() + fresh}
         ttl = max(fresh, self.revalidate_ttl if etag else 0.0)
-        await self.state.set(key, meta + b"\n" + content, ttl)
+        await self.state.set(key, json.dumps(meta).encode() + b"\n" + content, ttl)
+
+
+def _freshness(answer: RawAnswer, default_ttl: float) -> float:
+    """How long an answer may be used without asking again, by its Cache-Control."""
+    control = _cache_control(answer.headers.get("cache-control"))
+    if "no-cache" in control or "no-store" in control:
+        return 0.0
+    if control.get("max-age"):
+        return float(control["max-age"] or 0)
+    return default_ttl
 
 
 def _entry(raw: bytes | None) -> tuple[dict[str, Any], bytes] | None:

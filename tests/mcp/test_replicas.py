@@ -107,3 +107,37 @@ api = "http://127.0.0.1:9/api"
     )
     with pytest.raises(RuntimeError, match="Redis for shared state is not reachable"):
         McpServer(config, free_port()).start()
+
+
+def test_a_redis_outage_is_a_temporary_error_and_the_replica_recovers(
+    server: ExampleServer, client: httpx.Client, tmp_path: Path
+) -> None:
+    redis = RedisServer(tmp_path)
+    redis.start()
+    config = tmp_path / "mcp.toml"
+    config.write_text(
+        f'[state]\nredis = "{redis.url}"\n'
+        f'[[instance]]\nname = "pfefferminzia"\napi = "{server.api("pfefferminzia")}"\n'
+    )
+    replica = McpServer(config, free_port(), ["--request-log", str(tmp_path / "r.jsonl")])
+    replica.start()
+    url = replica.mcp("pfefferminzia")
+
+    async def read_products() -> Any:
+        async with Client(url, mode="2026-07-28") as mcp:
+            return await mcp.call_tool("listProducts", {})
+
+    try:
+        assert not asyncio.run(read_products()).is_error
+        session = open_session(client, url)
+        redis.stop()
+        down = asyncio.run(read_products())
+        assert down.is_error
+        problem = down.structured_content["problem"]
+        assert problem["type"].endswith("/service-unavailable") and problem["kind"] == "temporary"
+        assert in_session(client, url, session).status_code == 503
+        redis.start()  # the same port, empty: the replica carries on without a restart
+        assert not asyncio.run(read_products()).is_error
+    finally:
+        replica.stop()
+        redis.stop()

@@ -20,7 +20,7 @@ from omds_ld.mcp.catalogue import ToolSpec, by_name, tools
 from omds_ld.mcp.condense import OUTPUT_SCHEMA
 from omds_ld.mcp.executor import Executor, Instance
 from omds_ld.mcp.requestlog import RequestLog
-from omds_ld.mcp.state import StateStore
+from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.upstream import InsurerUnavailable, Upstream
 from omds_ld.norm import Norm
 
@@ -117,6 +117,9 @@ class Connector:
             answer = await self.upstream.send(operation, {}, {}, None, None, revalidate=True)
         except InsurerUnavailable as failure:
             log.warning("%s: process knowledge not read: %s", self.instance.name, failure.detail)
+            return False
+        except StateUnavailable as failure:
+            log.warning("%s: process knowledge not read: %s", self.instance.name, failure)
             return False
         if answer.status != 200 or not isinstance(answer.body, dict):
             return False

@@ -19,7 +19,7 @@ from opentelemetry.trace import get_current_span
 from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.condense import Condensed, condense, condense_problem
 from omds_ld.mcp.requestlog import RequestLog, field_names
-from omds_ld.mcp.state import StateStore
+from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.upstream import InsurerUnavailable, Upstream
 from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import CONTEXT_URL
@@ -269,6 +269,18 @@ class Executor:
                 self._refused(spec.name, problem, provenance, offered), error=True
             )
             log.update(outcome="temporary", status=problem["status"], problem=problem["type"])
+        except StateUnavailable as failure:
+            logger.warning("%s · %s: %s", self.instance.name, spec.name, failure)
+            detail = f"the MCP server's shared state cannot be reached ({failure}); retry later"
+            if log.pop("insurerAsked", False):  # a write may have acted at the insurer
+                detail += "; the insurer was asked: retry with the same idempotencyKey"
+            problem = self._problem(
+                "service-unavailable", detail, **{"bc:nextStep": self._entry_steps(spec)}
+            )
+            result = _tool_result(
+                self._refused(spec.name, problem, provenance, offered), error=True
+            )
+            log.update(outcome="temporary", status=problem["status"], problem=problem["type"])
         except Exception as error:  # a bug of ours: an internal error, never a stack trace
             logger.exception("%s · %s failed", self.instance.name, spec.name)
             problem = self._problem(
@@ -276,6 +288,7 @@ class Executor:
             )
             result = _tool_result(self._refused(spec.name, problem, provenance), error=True)
             log.update(outcome="internal-error", status=500, problem=problem["type"])
+        log.pop("insurerAsked", None)
         duration = round((time.perf_counter() - started) * 1000, 2)
         log["durationMs"] = duration
         log["provenance"] = dict(provenance)
@@ -366,6 +379,8 @@ class Executor:
             if replay is not None:
                 log.update(outcome="replayed", status=200)
                 return replay
+        if operation.method != "GET":
+            log["insurerAsked"] = True  # from here on, a failure may come after the insurer acted
         try:
             answer = await self.upstream.send(operation, path, query, body, key)
         except BaseException:

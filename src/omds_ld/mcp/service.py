@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -20,13 +21,14 @@ from omds_ld.mcp.config import HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.connector import Connector
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
-from omds_ld.mcp.state import StateStore
+from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import Transport
 from omds_ld.mcp.upstream import Upstream
 from omds_ld.norm import Norm
 from omds_ld.process import freeze_startup_heap
 
 SESSION_HEADER = "mcp-session-id"
+log = logging.getLogger("omds_ld.mcp")
 
 
 def build_connectors(
@@ -131,7 +133,14 @@ class SessionBinding:
         ttl = self.http.session_binding_seconds
         if session:
             key = f"session:{session}"
-            owner = await self.bindings.get_and_touch(key, ttl)
+            try:
+                owner = await self.bindings.get_and_touch(key, ttl)
+            except StateUnavailable as failure:
+                log.warning("%s: session binding not read: %s", self.name, failure)
+                await _refuse(
+                    send, 503, "Service unavailable for a moment: session state cannot be read"
+                )
+                return
             if owner is None:
                 await _refuse(
                     send, 404, "Session not found: unknown or expired; initialize a new session"
@@ -148,15 +157,19 @@ class SessionBinding:
                 )
                 return
             if request.method == "DELETE":
-                await self.bindings.delete(key)
+                with contextlib.suppress(StateUnavailable):  # it lapses on its own
+                    await self.bindings.delete(key)
 
         async def bind(message: Message) -> None:
             if message["type"] == "http.response.start" and not session:
                 for header, value in message.get("headers", []):
                     if header.decode().lower() == SESSION_HEADER:
-                        await self.bindings.set(
-                            f"session:{value.decode()}", self.name.encode(), ttl
-                        )
+                        try:
+                            await self.bindings.set(
+                                f"session:{value.decode()}", self.name.encode(), ttl
+                            )
+                        except StateUnavailable as failure:  # unbound: the next request is 404
+                            log.warning("%s: session not bound: %s", self.name, failure)
             await send(message)
 
         await self.app(scope, receive, bind)

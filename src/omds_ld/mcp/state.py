@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
+
+T = TypeVar("T")
+
+
+class StateUnavailable(Exception):
+    """The shared state cannot be reached: temporary, retry later."""
 
 
 class StateStore(Protocol):
@@ -145,10 +151,13 @@ class RedisStateStore:
         self.prefix = prefix
 
     @classmethod
-    def from_url(cls, url: str, prefix: str = "omds-ld:") -> RedisStateStore:
+    def from_url(cls, url: str, prefix: str = "omds-ld:", timeout: float = 2.0) -> RedisStateStore:
         from redis.asyncio import Redis
 
-        return cls(Redis.from_url(url), prefix)
+        # a Redis that went away fails a call within the timeout instead of holding it
+        return cls(
+            Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout), prefix
+        )
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -157,30 +166,39 @@ class RedisStateStore:
     def _ms(ttl: float | None) -> int | None:
         return None if ttl is None else max(1, int(ttl * 1000))
 
+    async def _run(self, command: Awaitable[T]) -> T:
+        from redis.exceptions import RedisError
+
+        try:
+            return await command
+        except RedisError as error:
+            raise StateUnavailable(f"Redis: {type(error).__name__}: {error}") from None
+
     async def get(self, key: str) -> bytes | None:
-        return _bytes(await self.client.get(self.prefix + key))
+        return _bytes(await self._run(self.client.get(self.prefix + key)))
 
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
-        values = await self.client.mget([self.prefix + key for key in keys])
+        values = await self._run(self.client.mget([self.prefix + key for key in keys]))
         return [_bytes(value) for value in values]
 
     async def get_and_touch(self, key: str, ttl: float) -> bytes | None:
-        return _bytes(await self.client.getex(self.prefix + key, px=self._ms(ttl)))
+        return _bytes(await self._run(self.client.getex(self.prefix + key, px=self._ms(ttl))))
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
-        await self.client.set(self.prefix + key, value, px=self._ms(ttl))
+        await self._run(self.client.set(self.prefix + key, value, px=self._ms(ttl)))
 
     async def add(self, key: str, value: bytes, ttl: float | None = None) -> bool:
-        return bool(await self.client.set(self.prefix + key, value, px=self._ms(ttl), nx=True))
+        command = self.client.set(self.prefix + key, value, px=self._ms(ttl), nx=True)
+        return bool(await self._run(command))
 
     async def touch(self, key: str, ttl: float) -> bool:
-        return bool(await self.client.pexpire(self.prefix + key, self._ms(ttl) or 1))
+        return bool(await self._run(self.client.pexpire(self.prefix + key, self._ms(ttl) or 1)))
 
     async def delete(self, key: str) -> None:
-        await self.client.delete(self.prefix + key)
+        await self._run(self.client.delete(self.prefix + key))
 
     async def incr(self, key: str) -> int:
-        return int(await self.client.incr(self.prefix + key))
+        return int(await self._run(self.client.incr(self.prefix + key)))
 
 
 def _bytes(value: bytes | str | None) -> bytes | None:

@@ -18,28 +18,7 @@ from typing import Any
 
 import httpx
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_until_healthy(
-    process: subprocess.Popen[bytes], url: str, log: Path, what: str, seconds: float = 30
-) -> None:
-    """Until ``url``/healthz answers 200; the process's log in the error if it exits or hangs."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{what} exited: {log.read_text()}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{what} did not start: {log.read_text()}")
+from omds_ld.scenarios.embedded import free_port, wait_until_healthy
 
 
 @dataclass

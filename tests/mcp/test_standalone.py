@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from mcp import Client
 
-from tests.servers import ExampleServer, free_port
+from tests.servers import ExampleServer, McpServer, free_port
 
 
 @pytest.fixture
@@ -37,22 +33,12 @@ display_name = "Disrupto (standalone)"
 api = "{server.api("disrupto")}"
 """
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "omds_ld.cli", "mcp", "--http", "--config", str(config), "--log-level", "warning"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    replica = McpServer(config, port)
+    replica.start()
     try:
-        for _ in range(150):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        yield url
+        yield replica.url
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        replica.stop()
 
 
 def test_each_configured_instance_has_its_endpoint(standalone: str) -> None:

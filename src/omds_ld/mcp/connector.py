@@ -21,7 +21,8 @@ from omds_ld.mcp.condense import OUTPUT_SCHEMA
 from omds_ld.mcp.executor import Executor, Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable
-from omds_ld.mcp.upstream import InsurerUnavailable, Upstream
+from omds_ld.mcp.transport import InsurerUnavailable
+from omds_ld.mcp.upstream import Upstream
 from omds_ld.norm import Norm
 
 log = logging.getLogger("omds_ld.mcp")

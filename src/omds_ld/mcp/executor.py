@@ -20,7 +20,8 @@ from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.condense import Condensed, condense, condense_problem
 from omds_ld.mcp.requestlog import RequestLog, field_names
 from omds_ld.mcp.state import StateStore, StateUnavailable
-from omds_ld.mcp.upstream import InsurerUnavailable, Upstream
+from omds_ld.mcp.transport import InsurerUnavailable
+from omds_ld.mcp.upstream import Upstream
 from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import CONTEXT_URL
 from omds_ld.norm.schemas import SchemaValidator

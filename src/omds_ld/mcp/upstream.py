@@ -12,10 +12,8 @@ from urllib.parse import urlencode
 from opentelemetry.propagate import inject
 
 from omds_ld.mcp.state import StateStore
-from omds_ld.mcp.transport import InsurerUnavailable, RawAnswer, Transport
+from omds_ld.mcp.transport import RawAnswer, Transport
 from omds_ld.norm import Operation
-
-__all__ = ["InsurerUnavailable", "Upstream", "UpstreamResponse"]
 
 
 @dataclass(frozen=True)
@@ -128,7 +126,7 @@ class Upstream:
         answer = await self.transport.request("GET", url, headers, None)
         if answer.status == 304 and cached is not None:
             meta, content = cached
-            if _freshness(answer, self.default_ttl) > 0:  # a new lease of freshness to note
+            if (_freshness(answer, self.default_ttl) or 0) > 0:  # a new lease of freshness
                 await self._keep(key, generation, answer, content, meta.get("etag"))
             return UpstreamResponse(200, json.loads(content), url, "GET", True)
         result = UpstreamResponse(answer.status, _json(answer), url, "GET", False)
@@ -139,21 +137,22 @@ class Upstream:
     async def _keep(
         self, key: str, generation: str, answer: RawAnswer, content: bytes, etag: str | None
     ) -> None:
-        if "no-store" in _cache_control(answer.headers.get("cache-control")):
-            return
-        etag = answer.headers.get("etag") or etag
         fresh = _freshness(answer, self.default_ttl)
-        if fresh <= 0 and not etag:
+        etag = answer.headers.get("etag") or etag
+        if fresh is None or (fresh <= 0 and not etag):  # no-store, or nothing to revalidate by
             return
         meta = {"gen": generation, "etag": etag, "fresh_until": time.time() + fresh}
         ttl = max(fresh, self.revalidate_ttl if etag else 0.0)
         await self.state.set(key, json.dumps(meta).encode() + b"\n" + content, ttl)
 
 
-def _freshness(answer: RawAnswer, default_ttl: float) -> float:
-    """How long an answer may be used without asking again, by its Cache-Control."""
+def _freshness(answer: RawAnswer, default_ttl: float) -> float | None:
+    """How long an answer may be used without asking again, by its Cache-Control; None: it must
+    not be kept at all (no-store)."""
     control = _cache_control(answer.headers.get("cache-control"))
-    if "no-cache" in control or "no-store" in control:
+    if "no-store" in control:
+        return None
+    if "no-cache" in control:
         return 0.0
     if control.get("max-age"):
         return float(control["max-age"] or 0)

@@ -250,45 +250,40 @@ class Executor:
         if trace.is_valid:  # the caller's trace (W3C trace context in the request's _meta)
             log["traceId"] = format(trace.trace_id, "032x")
         result: types.CallToolResult
+        problem: dict[str, Any] | None = None
+        outcome = "refused"
         try:
             clean = self.prepare(spec, arguments)
             await self.check_names(spec, clean)
             result = await self._call_insurer(spec, clean, provenance, log, offered)
         except Refusal as refusal:
-            condensed = self._refused(spec.name, refusal.problem, provenance, offered)
-            result = _tool_result(condensed, error=True)
-            log.update(
-                outcome="refused", status=refusal.problem["status"], problem=refusal.problem["type"]
-            )
+            problem = refusal.problem
         except InsurerUnavailable as failure:
             slug = "insurer-timeout" if failure.kind == "timeout" else "insurer-unavailable"
             provenance["url"] = failure.url
             problem = self._problem(
                 slug, failure.detail, **{"bc:nextStep": self._entry_steps(spec)}
             )
-            result = _tool_result(
-                self._refused(spec.name, problem, provenance, offered), error=True
-            )
-            log.update(outcome="temporary", status=problem["status"], problem=problem["type"])
+            outcome = "temporary"
         except StateUnavailable as failure:
             logger.warning("%s · %s: %s", self.instance.name, spec.name, failure)
             detail = f"the MCP server's shared state cannot be reached ({failure}); retry later"
-            if log.pop("insurerAsked", False):  # a write may have acted at the insurer
+            if log.get("insurerAsked"):  # a write may have acted at the insurer
                 detail += "; the insurer was asked: retry with the same idempotencyKey"
             problem = self._problem(
                 "service-unavailable", detail, **{"bc:nextStep": self._entry_steps(spec)}
             )
-            result = _tool_result(
-                self._refused(spec.name, problem, provenance, offered), error=True
-            )
-            log.update(outcome="temporary", status=problem["status"], problem=problem["type"])
+            outcome = "temporary"
         except Exception as error:  # a bug of ours: an internal error, never a stack trace
             logger.exception("%s · %s failed", self.instance.name, spec.name)
             problem = self._problem(
                 "internal-error", f"the MCP server failed: {type(error).__name__}"
             )
-            result = _tool_result(self._refused(spec.name, problem, provenance), error=True)
-            log.update(outcome="internal-error", status=500, problem=problem["type"])
+            outcome = "internal-error"
+        if problem is not None:
+            condensed = self._refused(spec.name, problem, provenance, offered)
+            result = _tool_result(condensed, error=True)
+            log.update(outcome=outcome, status=problem["status"], problem=problem["type"])
         log.pop("insurerAsked", None)
         duration = round((time.perf_counter() - started) * 1000, 2)
         log["durationMs"] = duration

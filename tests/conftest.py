@@ -33,11 +33,10 @@ def client() -> Iterator[httpx.Client]:
         yield http
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A real Redis for shared state. Without ``redis-server`` the tests that need it are skipped,
+def start_redis(folder: Path) -> RedisServer:
+    """Start a real Redis, or skip the test that needs it where ``redis-server`` is absent,
     unless OMDS_LD_REQUIRE_REDIS=1 (CI sets it) makes that a failure."""
-    running = RedisServer(Path(tmp_path_factory.mktemp("redis")))
+    running = RedisServer(folder)
     try:
         running.start()
     except FileNotFoundError:
@@ -45,5 +44,12 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         if os.environ.get("OMDS_LD_REQUIRE_REDIS") == "1":
             pytest.fail(message)
         pytest.skip(message)
+    return running
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A real Redis for shared state, shared by the tests of a session (skipped without one)."""
+    running = start_redis(Path(tmp_path_factory.mktemp("redis")))
     yield running
     running.stop()

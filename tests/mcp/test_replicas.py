@@ -12,6 +12,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from tests.conftest import start_redis
 from tests.mcp.test_errors import PRODUCT, insurer_calls
 from tests.mcp.test_http import in_session, open_session
 from tests.servers import ExampleServer, McpServer, RedisServer, free_port
@@ -112,8 +113,7 @@ api = "http://127.0.0.1:9/api"
 def test_a_redis_outage_is_a_temporary_error_and_the_replica_recovers(
     server: ExampleServer, client: httpx.Client, tmp_path: Path
 ) -> None:
-    redis = RedisServer(tmp_path)
-    redis.start()
+    redis = start_redis(tmp_path)
     config = tmp_path / "mcp.toml"
     config.write_text(
         f'[state]\nredis = "{redis.url}"\n'

@@ -47,7 +47,8 @@ def unoffered_edit(p: Protocol) -> int:
     line = line_of(p, TOOL_CALL, "calculatePremium")
     call = copy.deepcopy(p[line - 1])
     call["gen_ai.tool.name"] = "includeComponent"
-    call["gen_ai.tool.call.arguments"] = {"caseId": "x", "componentId": "vollkasko"}
+    case_id = call["gen_ai.tool.call.arguments"]["caseId"]
+    call["gen_ai.tool.call.arguments"] = {"caseId": case_id, "componentId": "made-up"}
     p.insert(line, call)
     return line + 1
 
@@ -107,3 +108,41 @@ def test_a_run_violating_one_criterion_fails_exactly_it(criterion: str, recorded
     if evidence:
         assert evidence in failed[0].evidence, failed[0]
     assert failed[0].reason
+
+
+def test_reading_a_product_and_a_shape_before_starting_passes(recorded: Protocol) -> None:
+    """Reads and inquiries change nothing: an agent that looks around first is not held to offers."""
+    protocol = json.loads(json.dumps(recorded))
+    line = line_of(protocol, TOOL_CALL, "createCalculation")
+    start = protocol[line - 1]
+    reads = [
+        ("readProduct", {"productId": "kraftfahrt-2025"}),
+        ("readShape", {"shapeId": "VehicleShape"}),
+        ("readProcessKnowledge", {}),
+    ]
+    for offset, (tool, arguments) in enumerate(reads):
+        call = copy.deepcopy(start)
+        call.update({"gen_ai.tool.name": tool, "gen_ai.tool.call.arguments": arguments})
+        call["mcp.tool.result"] = {"structuredContent": {"nextSteps": []}}
+        protocol.insert(line - 1 + offset, call)
+    offered = next(c for c in grade(protocol).criteria if c.name == "offered")
+    assert offered.passed, offered.reason
+
+
+def test_an_edit_no_answer_offered_fails_naming_its_line(recorded: Protocol) -> None:
+    protocol = json.loads(json.dumps(recorded))
+    evidence = unoffered_edit(protocol)
+    offered = next(c for c in grade(protocol).criteria if c.name == "offered")
+    assert not offered.passed
+    assert offered.evidence == (evidence,)
+    assert "includeComponent" in offered.reason
+
+
+def test_the_grader_takes_the_kinds_of_operation_from_the_norm() -> None:
+    from omds_ld.norm import load_norm
+    from omds_ld.scenarios.grader import is_edit
+
+    norm = load_norm()
+    for name, operation in norm.operations.items():
+        assert is_edit(name) == (operation.kind in {"create", "edit"}), name
+    assert is_edit("someToolOfAnotherServer")

@@ -6,8 +6,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cache
 from typing import Any
 
+from omds_ld.norm import load_norm
 from omds_ld.scenarios.protocol import (
     FINAL,
     MODEL_CALL,
@@ -20,7 +22,8 @@ from omds_ld.scenarios.protocol import (
 from omds_ld.scenarios.scenario import Scenario, parse_scenario
 
 Protocol = Sequence[Mapping[str, Any]]
-ENTRY_POINTS = {"listProducts", "readProcessKnowledge"}
+# The kinds of operation that change a business case (``x-omds-ld`` kind in the norm's file)
+CHANGING_KINDS = frozenset({"create", "edit"})
 IRI = re.compile(r"https?://[^\s\"'<>,)]+")
 
 
@@ -88,14 +91,27 @@ def _offers(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(_structured(event).get("nextSteps", []))
 
 
+@cache
+def _edits() -> frozenset[str]:
+    """The operations that change a business case, by the kind the norm's file gives them."""
+    norm = load_norm()
+    return frozenset(n for n, op in norm.operations.items() if op.kind in CHANGING_KINDS)
+
+
+def is_edit(tool: str) -> bool:
+    """Whether a call changes a business case; a tool the norm does not know counts as one."""
+    return tool in _edits() or tool not in load_norm().operations
+
+
 def only_offered_steps(protocol: Protocol, scenario: Scenario) -> Criterion:
-    """2. Every tool the agent called (besides the entry points) was offered by a previous answer
-    of the same server, with the same arguments the offer named."""
+    """2. Every edit the agent made (an operation of kind create or edit) was offered by a
+    previous answer of the same server, with the same arguments the offer named. Reads and
+    inquiries change nothing and are never held against the agent."""
     offered: dict[str, list[Mapping[str, Any]]] = {}
     for line, event in _results(protocol):
         server, tool = event.get("mcp.server", ""), event.get("gen_ai.tool.name", "")
         arguments = event.get("gen_ai.tool.call.arguments", {})
-        if tool not in ENTRY_POINTS:
+        if is_edit(tool):
             matches = [
                 step for step in offered.get(server, [])
                 if step.get("tool") == tool
@@ -105,11 +121,12 @@ def only_offered_steps(protocol: Protocol, scenario: Scenario) -> Criterion:
                 return Criterion(
                     "offered",
                     False,
-                    f"{server} · {tool} was called without a previous answer offering it",
+                    f"{server} · {tool} (an edit) was called without a previous answer "
+                    "offering it with these arguments",
                     (line,),
                 )
         offered.setdefault(server, []).extend(_offers(event))
-    return Criterion("offered", True, "every call was an entry point or a step offered before")
+    return Criterion("offered", True, "every edit was a step an answer offered before")
 
 
 def _strings(value: Any) -> Iterable[str]:

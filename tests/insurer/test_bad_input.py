@@ -116,10 +116,6 @@ CASES: dict[str, tuple[str, int, bool, Request]] = {
         "not-found", 404, False,
         lambda c, api, case: c.put(f"{api}/calculations/{case['bc:caseId']}/components/glas"),
     ),
-    "component that excludes an included one": (
-        "operation-not-admissible", 409, False,
-        lambda c, api, case: c.put(f"{api}/calculations/{case['bc:caseId']}/components/vollkasko"),
-    ),
     "excluding a mandatory component": (
         "operation-not-admissible", 409, False,
         lambda c, api, case: c.delete(

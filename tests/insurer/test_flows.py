@@ -62,7 +62,9 @@ def test_pfefferminzia_skoda_premium_follows_next_steps(
     add_vehicle = step(case, "createRiskObject")
     assert add_vehicle["bc:expects"] == ["https://pfefferminzia.example/shapes/VehicleShape"]
     shape = next(s for s in case["bc:shape"] if s["@id"] == add_vehicle["bc:expects"][0])
-    assert {f["sh:path"] for f in shape["sh:property"]} == {k for k in SKODA if k != "@type"}
+    required = {f["sh:path"] for f in shape["sh:property"] if f["sh:minCount"] > 0}
+    assert required == {k for k in SKODA if k != "@type"}
+    assert "p:model" in {f["sh:path"] for f in shape["sh:property"]} - required
 
     with_vehicle = call(client, server, add_vehicle, SKODA)
     assert with_vehicle.status_code == 201, with_vehicle.text
@@ -170,14 +172,11 @@ def test_edits_change_the_premium_as_documented(
     start = step(products, "createCalculation")
     case = call(client, server, start, {"p:hasRootProduct": start["bc:target"]}).json()
     case = call(client, server, step(case, "createRiskObject"), SKODA).json()
-    # Vollkasko excludes Teilkasko: it is not offered until Teilkasko is excluded.
-    assert all(
-        s["bc:parameters"].get("componentId") != "vollkasko"
-        for s in case["bc:nextStep"]
-        if s["bc:operation"] == "includeComponent"
-    )
-    case = call(client, server, step(case, "excludeComponent", componentId="teilkasko")).json()
-    case = call(client, server, step(case, "includeComponent", componentId="vollkasko")).json()
+    # Vollkasko and Teilkasko form a group: including Vollkasko replaces Teilkasko in one request.
+    swap = step(case, "includeComponent", componentId="vollkasko")
+    assert swap["rdfs:label"] == "Vollkasko (replaces Teilkasko)"
+    case = call(client, server, swap).json()
+    assert case["bc:replaced"] == [case["bc:draft"]["@id"] + "/components/teilkasko"]
     district = next(
         a["@id"]
         for a in case["bc:draft"]["p:attribute"]

@@ -173,10 +173,11 @@ class Answers:
         edits = [self.step("setAttributes", base, params, [NORM_SHAPES + "AttributeValuesShape"])]
         for component in product.components:
             component_params = {**params, "componentId": component.id}
-            label = component.label.get(self.insurer.language) or next(
-                iter(component.label.values())
-            )
+            label = self._label(component)
             if self.includable(product, draft, component):
+                rivals = self.replaces(product, draft, component)
+                if rivals:
+                    label += " (replaces " + ", ".join(self._label(r) for r in rivals) + ")"
                 edits.append(
                     self.step("includeComponent", iris[component.id], component_params, label=label)
                 )
@@ -196,16 +197,24 @@ class Answers:
         ]
         return lead + edits + reads
 
+    def _label(self, component: Component) -> str:
+        return component.label.get(self.insurer.language) or next(iter(component.label.values()))
+
     @staticmethod
     def includable(product: Product, draft: Draft, component: Component) -> bool:
-        """Not included yet, and no other component of its exclusive group is."""
-        if draft.is_included(component.id):
-            return False
-        if component.group is None:
-            return True
-        return not any(
-            c.group == component.group and draft.is_included(c.id) for c in product.components
-        )
+        """Not included yet: a member of an exclusive group replaces the one that is included."""
+        return not draft.is_included(component.id)
+
+    @staticmethod
+    def replaces(product: Product, draft: Draft, component: Component) -> list[Component]:
+        """The included components that including ``component`` would replace (its group's)."""
+        if component.group is None or draft.is_included(component.id):
+            return []
+        return [
+            c
+            for c in product.components
+            if c.id != component.id and c.group == component.group and draft.is_included(c.id)
+        ]
 
     # envelopes
 
@@ -257,7 +266,10 @@ class Answers:
         more = max(0, len(products) - offset - len(window))
         steps: list[dict[str, Any]] = []
         for product in window:
-            steps += self.product_steps(product)[:1]
+            # what agents do anyway before they start is an offered step too
+            steps += self.product_steps(product)
+            shape = product.risk_object.shape
+            steps.append(self.step("readShape", shape.iri, {"shapeId": shape.local_name}))
         if more:
             next_offset = offset + len(window)
             steps.append(
@@ -371,10 +383,11 @@ class Answers:
             "bc:createdAt": offer.created,
         }
         steps = [
+            self.step("readOffer", body["@id"], {"offerId": offer.offer_id}),
             self.step(
                 "readCalculation",
                 case_iri(self.insurer, offer.case_id),
                 {"caseId": offer.case_id},
-            )
+            ),
         ]
         return self.envelope("bc:Offer", body, steps)

@@ -288,25 +288,27 @@ class InsurerService:
         return component
 
     def includeComponent(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        """Include a component; in an exclusive group it replaces the member that is included."""
+        replaced: list[str] = []
+
         def change(product: Product, case: Case) -> Draft:
+            replaced.clear()  # an edit retried after a conflict starts again
             component = self._component(product, case, params["componentId"])
             if case.draft.is_included(component.id):
                 return case.draft
-            if not self.answers.includable(product, case.draft, component):
-                rivals = [
-                    c.id
-                    for c in product.components
-                    if c.group == component.group and case.draft.is_included(c.id)
-                ]
-                raise self._not_admissible(
-                    product,
-                    case,
-                    f"{component.id} excludes {', '.join(rivals)}: exclude that first "
-                    "(excludeComponent), then include this one",
-                )
-            return case.draft.with_included(product, component.id, True)
+            draft = case.draft
+            for rival in self.answers.replaces(product, case.draft, component):
+                draft = draft.with_included(product, rival.id, False)
+                replaced.append(rival.id)
+            return draft.with_included(product, component.id, True)
 
-        return self._edit(broker, params["caseId"], change)
+        answer = self._edit(broker, params["caseId"], change)
+        if not replaced:
+            return answer
+        product = self.insurer.product_by_iri(str(answer.body["p:hasRootProduct"]))
+        assert product is not None
+        iris = node_iris(product, str(answer.body["bc:draft"]["@id"]))
+        return replace(answer, body={**answer.body, "bc:replaced": [iris[r] for r in replaced]})
 
     def excludeComponent(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
         def change(product: Product, case: Case) -> Draft:

@@ -13,7 +13,13 @@ from omds_ld.insurer.data import ANONYMOUS, load_insurers
 from omds_ld.insurer.problems import Problem
 from omds_ld.insurer.service import InsurerService
 from omds_ld.insurer.store import Store
-from omds_ld.mcp.condense import MAX_VIOLATIONS, OUTPUT_SCHEMA, condense, condense_problem
+from omds_ld.mcp.condense import (
+    MAX_VIOLATIONS,
+    OUTPUT_SCHEMA,
+    STRUCTURED_SCHEMA,
+    condense,
+    condense_problem,
+)
 from omds_ld.norm import load_norm
 from tests.insurer.test_flows import SKODA
 
@@ -25,7 +31,8 @@ PROVENANCE = {
     "time": "t",
     "fromCache": False,
 }
-OUTPUT = Draft202012Validator(OUTPUT_SCHEMA)
+# what every tool declares, and every part a result can have, with its type
+OUTPUT = Draft202012Validator({"allOf": [OUTPUT_SCHEMA, STRUCTURED_SCHEMA]})
 
 
 @pytest.fixture
@@ -52,7 +59,7 @@ def test_a_case_is_condensed_to_tree_report_steps_and_shapes(service: InsurerSer
         assert node["@id"] in {c["iri"] for c in draft["components"]}
         assert node["@id"].replace(case["@id"], "~") in text
     assert 'Zulassungsbezirk = "W" (one of W, N, B, O, S, St, K, T, V)' in text
-    assert "can still be included: Insassenunfall, Rechtsschutz" in text
+    assert "can still be included: Vollkasko, Insassenunfall, Rechtsschutz" in text
     assert "Exactly one vehicle" in text
     for step in case["bc:nextStep"]:
         assert f"{step['bc:operation']} · {step['bc:target'].replace(case['@id'], '~')}" in text

@@ -75,10 +75,7 @@ def input_schema(operation: Operation) -> dict[str, Any]:
         defs = bundled.get("$defs", {})
         properties["body"] = {
             "$ref": bundled["$ref"],
-            "description": (
-                "the JSON-LD body; @context and @type are added when missing, and the body is "
-                "checked against this schema before the insurer is called"
-            ),
+            "description": "JSON-LD; @context and @type are added when missing",
         }
         if operation.body_required:
             required.append("body")
@@ -88,14 +85,12 @@ def input_schema(operation: Operation) -> dict[str, Any]:
             "minLength": 1,
             "maxLength": 255,
             "pattern": "^[!-~]+$",
-            "description": (
-                "optional; a retry with the same key gets the first answer and changes nothing"
-            ),
+            "description": "a retry with the same key acts once and replays the first answer",
         }
     properties["full"] = {
         "type": "boolean",
         "default": False,
-        "description": "also return the insurer's complete JSON-LD answer",
+        "description": "also return the insurer's whole JSON-LD answer",
     }
     schema: dict[str, Any] = {
         "type": "object",

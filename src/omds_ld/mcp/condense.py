@@ -22,9 +22,9 @@ MAX_PRODUCTS = 50
 
 _OBJECT = {"type": "object"}
 _ARRAY = {"type": "array"}
-# Declared on every tool, so kept small: the top-level parts and their types. Every answer and
-# every tool error matches it (tests/mcp/test_condense.py checks it on real answers).
-OUTPUT_SCHEMA: dict[str, Any] = {
+# Every part structuredContent can have, with its type: every answer and every tool error matches
+# it (tests/mcp/test_condense.py checks it on real answers); docs/broker.md describes the parts.
+STRUCTURED_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["operation", "insurer", "provenance"],
     "properties": {
@@ -47,7 +47,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                 "full",
             )
         },
-        **{name: _ARRAY for name in ("products", "riskObjects", "shapes")},
+        **{name: _ARRAY for name in ("products", "riskObjects", "shapes", "defaults")},
         "window": PRECISION_SCHEMA,
         "nextStepsScope": PRECISION_SCHEMA,
         "nextSteps": {
@@ -58,6 +58,19 @@ OUTPUT_SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": ["insurer", "operation", "url", "time", "fromCache"],
         },
+    },
+}
+
+
+# Declared on every tool of every server, so it says only what every result has: the next steps
+# and the provenance. The other parts are in STRUCTURED_SCHEMA (and the docs); repeating them on
+# each tool cost a third of tools/list.
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["operation", "insurer", "nextSteps", "provenance"],
+    "properties": {
+        name: STRUCTURED_SCHEMA["properties"][name]
+        for name in ("operation", "insurer", "nextSteps", "provenance")
     },
 }
 
@@ -116,6 +129,7 @@ def _range_struct(field: Mapping[str, Any]) -> dict[str, Any]:
         ("sh:maxLength", "maxLength"),
         ("sh:pattern", "pattern"),
         ("sh:class", "class"),
+        ("sh:defaultValue", "default"),
     ):
         if key in field:
             out[name] = field[key]
@@ -152,7 +166,7 @@ class _Writer:
 
     def _attribute_data(self, attribute: Mapping[str, Any]) -> dict[str, Any]:
         return {
-            "iri": attribute["@id"],
+            "iri": attribute.get("@id"),
             "property": attribute.get("p:property"),
             "label": label(attribute.get("rdfs:label"), self.language),
             "value": attribute.get("p:value"),
@@ -166,11 +180,13 @@ class _Writer:
         shown = "—" if value is None else json.dumps(value, ensure_ascii=False)
         prop = str(attribute.get("p:property", ""))
         self.shown_properties.add(prop)
-        named = prop if self.by_property else self.iri(attribute["@id"])
+        named = prop if self.by_property else self.iri(attribute.get("@id", prop))
         self.line(f"{name} = {shown} ({_range(attribute)}) {named}", indent)
         return self._attribute_data(attribute)
 
-    def node(self, node: Mapping[str, Any], indent: int) -> dict[str, Any]:
+    def node(
+        self, node: Mapping[str, Any], indent: int, replaces: Sequence[str] = ()
+    ) -> dict[str, Any]:
         name = label(node.get("rdfs:label"), self.language)
         included = node.get("p:included", True)
         flags = []
@@ -178,17 +194,17 @@ class _Writer:
             flags.append("mandatory")
         if node.get("p:exclusiveGroup"):
             flags.append(f"one of group {node['p:exclusiveGroup']}")
+        if replaces:
+            flags.append("including it replaces " + ", ".join(replaces))
         mark = "[x]" if included else "[ ]"
         suffix = f" ({'; '.join(flags)})" if flags else ""
-        named = node.get("p:instanceOf") if self.by_property else self.iri(node["@id"])
+        named = node.get("p:instanceOf") if self.by_property else self.iri(node.get("@id", ""))
         self.line(f"{mark} {name}{suffix} {named}", indent)
-        # attributes of an excluded component are shown once it is included
-        attributes = [
-            self.attribute(a, indent + 1) if included else self._attribute_data(a)
-            for a in node.get("p:attribute", [])
-        ]
-        return {
-            "iri": node["@id"],
+        # an excluded component's attributes too: what it would cost is set by them
+        attributes = [self.attribute(a, indent + 1) for a in node.get("p:attribute", [])]
+        out = {
+            "iri": node.get("@id"),
+            "instanceOf": node.get("p:instanceOf"),
             "componentId": node.get("bc:componentId"),
             "label": name,
             "included": included,
@@ -196,6 +212,9 @@ class _Writer:
             "group": node.get("p:exclusiveGroup"),
             "attributes": attributes,
         }
+        if replaces:
+            out["replaces"] = list(replaces)
+        return out
 
     def draft(self, draft: Mapping[str, Any], includable: Sequence[str] | None) -> None:
         name = label(draft.get("rdfs:label"), self.language)
@@ -204,7 +223,23 @@ class _Writer:
         else:
             self.line(f"Draft of {name} {self.iri(draft['@id'])}")
         root_attributes = [self.attribute(a, 1) for a in draft.get("p:attribute", [])]
-        parts = [self.node(part, 1) for part in draft.get("p:hasPart", [])]
+        raw_parts = list(draft.get("p:hasPart", []))
+        included_in_group: dict[str, list[str]] = {}
+        for part in raw_parts:
+            if part.get("p:exclusiveGroup") and part.get("p:included", True):
+                included_in_group.setdefault(str(part["p:exclusiveGroup"]), []).append(
+                    label(part.get("rdfs:label"), self.language)
+                )
+        parts = [
+            self.node(
+                part,
+                1,
+                ()
+                if part.get("p:included", True)
+                else included_in_group.get(str(part.get("p:exclusiveGroup")), []),
+            )
+            for part in raw_parts
+        ]
         structured: dict[str, Any] = {
             "iri": draft["@id"],
             "product": draft.get("p:instanceOf"),
@@ -217,7 +252,35 @@ class _Writer:
             self.line(f"can still be included: {shown}", 1)
             structured["includable"] = list(includable)
         self.data["draft"] = structured
+        self.defaults(draft)
         self.risk_objects(draft.get("p:hasRiskObject", []))
+
+    def defaults(self, instance: Mapping[str, Any]) -> None:
+        """The attributes of the instance (root and included components) still at the insurer's
+        default: what an agent names as its assumptions, in one block."""
+        nodes = [instance] + [
+            part for part in instance.get("p:hasPart", []) if part.get("p:included", True)
+        ]
+        found = []
+        for node in nodes:
+            for attribute in node.get("p:attribute", []):
+                if "sh:defaultValue" in attribute and attribute.get("p:value") == attribute.get(
+                    "sh:defaultValue"
+                ):
+                    found.append(
+                        {
+                            "iri": attribute.get("@id"),
+                            "property": attribute.get("p:property"),
+                            "label": label(attribute.get("rdfs:label"), self.language),
+                            "value": attribute.get("p:value"),
+                        }
+                    )
+        if found:
+            shown = "; ".join(
+                f"{d['label']} = {json.dumps(d['value'], ensure_ascii=False)}" for d in found
+            )
+            self.line(f"Still at the insurer's default: {shown}")
+        self.data["defaults"] = found
 
     def risk_objects(self, risk_objects: Sequence[Mapping[str, Any]]) -> None:
         out = []
@@ -475,15 +538,33 @@ def condense(
     elif kind == "p:Product":
         name = label(answer.get("rdfs:label"), language)
         w.line(f"Product {name} <{answer['@id']}>, risk object {answer.get('p:riskObjectClass')}")
-        root = [f"{f['sh:path']} ({_range(f)})" for f in answer.get("sh:property", [])]
-        w.line("attributes: " + ("; ".join(root) or "none"), 1)
+
+        def fields(owner: Mapping[str, Any], indent: int) -> list[dict[str, Any]]:
+            out = []
+            for field in owner.get("sh:property", []):
+                default = field.get("sh:defaultValue")
+                shown = "" if default is None else f" = {json.dumps(default, ensure_ascii=False)}"
+                field_label = label(field.get("sh:name"), language)
+                w.line(f"{field_label}{shown} ({_range(field)}) {field['sh:path']}", indent)
+                out.append({"name": field["sh:path"], "label": field_label, **_range_struct(field)})
+            return out
+
+        root = fields(answer, 1)
         components = []
         for component in answer.get("p:component", []):
             component_label = label(component.get("rdfs:label"), language)
-            flags = [k for k in ("p:mandatory", "p:includedByDefault") if component.get(k)]
-            w.line(f"{component_label} <{component['@id']}> {' '.join(flags)}", 1)
-            for field in component.get("sh:property", []):
-                w.line(f"{field['sh:path']} ({_range(field)})", 2)
+            flags = [
+                text
+                for key, text in (
+                    ("p:mandatory", "mandatory"),
+                    ("p:includedByDefault", "included by default"),
+                )
+                if component.get(key)
+            ]
+            if component.get("p:exclusiveGroup"):
+                flags.append(f"one of group {component['p:exclusiveGroup']}")
+            suffix = f" ({'; '.join(flags)})" if flags else ""
+            w.line(f"{component_label}{suffix} <{component['@id']}>", 1)
             components.append(
                 {
                     "iri": component["@id"],
@@ -491,9 +572,15 @@ def condense(
                     "label": component_label,
                     "mandatory": component.get("p:mandatory", False),
                     "group": component.get("p:exclusiveGroup"),
+                    "attributes": fields(component, 2),
                 }
             )
-        w.data["product"] = {"iri": answer["@id"], "label": name, "components": components}
+        w.data["product"] = {
+            "iri": answer["@id"],
+            "label": name,
+            "attributes": root,
+            "components": components,
+        }
     elif kind == "bc:DefaultInstance":
         body = answer.get("bc:body", {})
         instance = body.get("p:instance", {})
@@ -524,6 +611,7 @@ def condense(
         w.premium(answer.get("bc:premium"))
         instance = answer.get("p:instance")
         if instance:
+            w.defaults(instance)
             w.risk_objects(instance.get("p:hasRiskObject", []))
     elif kind == "bc:BusinessCase":
         name = label(answer.get("rdfs:label"), language)
@@ -539,6 +627,14 @@ def condense(
             "product": answer.get("p:hasRootProduct"),
             "offer": answer.get("bc:offer"),
         }
+        replaced = list(answer.get("bc:replaced", []))
+        if replaced:
+            names = {
+                part.get("@id"): label(part.get("rdfs:label"), language)
+                for part in answer["bc:draft"].get("p:hasPart", [])
+            }
+            w.line("Replaced in its group: " + ", ".join(names.get(r, local(r)) for r in replaced))
+            w.data["case"]["replaced"] = replaced
         w.draft(answer["bc:draft"], answer.get("p:includable", []))
         w.validation(answer.get("bc:validationReport"))
         w.premium(answer.get("bc:premium"))
@@ -617,7 +713,19 @@ def _offered(
 
 
 def _provenance(w: _Writer, provenance: Mapping[str, Any]) -> None:
-    """In the text only whether it came from the cache; the whole provenance is structured."""
-    if provenance.get("fromCache"):
-        w.lines[0] += " · from the cache"
+    """In the text how fresh a read is and whether an answer is a replay; the whole provenance is
+    structured."""
+    if "ageSeconds" in provenance:
+        age, left = provenance["ageSeconds"], provenance.get("reusableForSeconds", 0)
+        reuse = f"reusable {left} s more" if left > 0 else "not to be reused: ask again"
+        origin = f"from the cache, {age} s old" if provenance.get("fromCache") else "as of now"
+        w.lines[0] += f" · {origin}, {reuse}"
+    replayed = provenance.get("replayed")
+    if replayed:
+        when = f" ({replayed})" if isinstance(replayed, str) else ""
+        w.lines.insert(
+            1,
+            f"Replayed: the answer of the first call with this idempotencyKey{when}; "
+            "nothing was done again.",
+        )
     w.data["provenance"] = dict(provenance)

@@ -30,10 +30,13 @@ log = logging.getLogger("omds_ld.mcp")
 INSTRUCTIONS = (
     "The tools are the operations of the OMDS LD norm at {insurer}. Start with listProducts. "
     "Every answer lists its next steps as tool · target · expected shapes, with the arguments or "
-    "the ready body to use, and the fields of each shape; call only steps an answer offered. "
-    "In an answer's text, ~ stands for the IRI it declares with '~ ='; write IRIs out in full in "
-    "a body. An error names its problem type, says what was wrong and lists what is still "
-    "admissible; nothing was changed."
+    "the ready body to use, and the fields of each shape. Change a business case only by a step "
+    "an answer offered; read whenever it helps. In a body, write terms (properties and classes) "
+    "exactly as the answers show them, short (p:Vehicle, p:make) or full "
+    "(https://…/vocab#…); write IRIs of things (products, cases, components, attributes) in "
+    "full. In an answer's text, ~ stands for the IRI it declares with '~ ='. An answer lists the "
+    "values still at the insurer's default: name them as your assumptions. An error names its "
+    "problem type, says what was wrong and lists what is still admissible; nothing was changed."
 )
 
 

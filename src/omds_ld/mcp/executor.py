@@ -33,6 +33,7 @@ MAX_SESSIONS_REMEMBERED = 10_000
 MAX_CASES_REMEMBERED = 20  # per session: what an error for an unknown case lists
 IDEMPOTENCY_TTL = 24 * 3600.0
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 # What a problem means for the caller, by HTTP status: the kinds of error a tool can return.
 KINDS = {400: "invalid input", 401: "unauthorized", 403: "unauthorized", 404: "not found",
@@ -131,14 +132,27 @@ class Executor:
             self._validators[spec.name] = validator
         return validator
 
-    def _entry_steps(self, spec: ToolSpec) -> list[dict[str, Any]]:
-        """Where a refused call can go on: the same tool, corrected, and the entry points."""
+    def _entry_steps(
+        self, spec: ToolSpec, arguments: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Where a refused call can go on: the same tool, corrected, with the ids the call named
+        (its target filled in where they are valid), and the entry points."""
         base = self.upstream.api_url
         steps = [("listProducts", "products"), ("readProcessKnowledge", "process-knowledge")]
-        out = [
-            {"bc:operation": spec.name, "bc:target": f"{base}{spec.operation.path}",
-             "rdfs:label": "the same call with corrected arguments"}
-        ]  # fmt: skip
+        named = {
+            p.name: str(arguments[p.name])
+            for p in spec.operation.path_parameters
+            if arguments and isinstance(arguments.get(p.name), str | int)
+            and _IDENTIFIER.match(str(arguments[p.name]))
+        }  # fmt: skip
+        same: dict[str, Any] = {
+            "bc:operation": spec.name,
+            "bc:target": spec.operation.href(base, **named),
+            "rdfs:label": "the same call with corrected arguments",
+        }
+        if named:
+            same["bc:parameters"] = named
+        out = [same]
         out += [{"bc:operation": op, "bc:target": f"{base}/{path}"} for op, path in steps]
         return out
 
@@ -168,7 +182,7 @@ class Executor:
                     f"the arguments of {spec.name} do not match its input schema; the insurer was "
                     "not called",
                     found,
-                    **{"bc:nextStep": self._entry_steps(spec)},
+                    **{"bc:nextStep": self._entry_steps(spec, clean)},
                 )
             )
         return clean
@@ -262,7 +276,7 @@ class Executor:
             slug = "insurer-timeout" if failure.kind == "timeout" else "insurer-unavailable"
             provenance["url"] = failure.url
             problem = self._problem(
-                slug, failure.detail, **{"bc:nextStep": self._entry_steps(spec)}
+                slug, failure.detail, **{"bc:nextStep": self._entry_steps(spec, arguments)}
             )
             outcome = "temporary"
         except StateUnavailable as failure:
@@ -271,7 +285,9 @@ class Executor:
             if log.get("insurerAsked"):  # a write may have acted at the insurer
                 detail += "; the insurer was asked: retry with the same idempotencyKey"
             problem = self._problem(
-                "service-unavailable", detail, **{"bc:nextStep": self._entry_steps(spec)}
+                "service-unavailable",
+                detail,
+                **{"bc:nextStep": self._entry_steps(spec, arguments)},
             )
             outcome = "temporary"
         except Exception as error:  # a bug of ours: an internal error, never a stack trace
@@ -371,10 +387,14 @@ class Executor:
             fingerprint = hashlib.sha256(
                 json.dumps([spec.name, path, query, body], sort_keys=True).encode()
             ).hexdigest()
-            replay = await self._replay(spec, record_key, fingerprint)
-            if replay is not None:
-                log.update(outcome="replayed", status=200)
-                return replay
+            record = await self._replay(spec, record_key, fingerprint, arguments)
+            if record is not None:
+                # the first call's answer, condensed for this call (its ``full`` honoured)
+                provenance.update(url=record["url"], replayed=record["time"])
+                log.update(outcome="replayed", status=record["status"])
+                return self._answer(
+                    spec, record["body"], record["status"], provenance, log, arguments, offered
+                )
         if operation.method != "GET":
             log["insurerAsked"] = True  # from here on, a failure may come after the insurer acted
         try:
@@ -385,6 +405,13 @@ class Executor:
             raise
         provenance["url"] = answer.url
         provenance["fromCache"] = answer.from_cache
+        if answer.age is not None and answer.fresh_until is not None:
+            left = answer.fresh_until - time.time()
+            provenance["ageSeconds"] = round(answer.age)
+            provenance["reusableForSeconds"] = max(0, round(left))
+            provenance["reusableUntil"] = _iso(answer.fresh_until) if left > 0 else None
+        if answer.replayed:
+            provenance["replayed"] = True
         log["upstreamStatus"] = answer.status
         memory = self._memory(log.get("session"))
         if answer.status >= 400 or not isinstance(answer.body, dict):
@@ -405,18 +432,43 @@ class Executor:
             if record_key:
                 await self.state.delete(record_key)
             return result
+        result = self._answer(spec, answer.body, answer.status, provenance, log, arguments, offered)
+        if record_key:
+            stored = {
+                "fingerprint": fingerprint,
+                "state": "done",
+                "status": answer.status,
+                "url": answer.url,
+                "time": provenance["time"],
+                "body": answer.body,
+            }
+            await self.state.set(record_key, json.dumps(stored).encode(), IDEMPOTENCY_TTL)
+        return result
+
+    def _answer(
+        self,
+        spec: ToolSpec,
+        body: dict[str, Any],
+        status: int,
+        provenance: dict[str, Any],
+        log: dict[str, Any],
+        arguments: Mapping[str, Any],
+        offered: Collection[str] | None,
+    ) -> types.CallToolResult:
+        """The insurer's answer condensed for this session; ``full`` adds the whole JSON-LD."""
+        memory = self._memory(log.get("session"))
         seen = memory.shapes
         condensed = condense(
-            answer.body,
+            body,
             operation=spec.name,
             insurer=self.instance.display_name,
             language=self.instance.language,
-            status=answer.status,
+            status=status,
             provenance=provenance,
             shapes_seen=seen,
             offered=offered,
         )
-        seen.update(s["@id"] for s in answer.body.get("bc:shape", []))
+        seen.update(s["@id"] for s in body.get("bc:shape", []) if "@id" in s)
         case = condensed.structured.get("case")
         if log.get("session") and isinstance(case, dict) and case.get("caseId"):
             memory.cases.pop(str(case["caseId"]), None)  # the latest last
@@ -424,18 +476,9 @@ class Executor:
             while len(memory.cases) > MAX_CASES_REMEMBERED:
                 del memory.cases[next(iter(memory.cases))]
         _log_scope(log, condensed)
-        result = _tool_result(
-            condensed, error=False, full=answer.body if arguments.get("full") else None
-        )
-        log.update(outcome="ok", status=answer.status)
-        if record_key:
-            stored = {
-                "fingerprint": fingerprint,
-                "state": "done",
-                "result": result.model_dump(by_alias=True, mode="json"),
-            }
-            await self.state.set(record_key, json.dumps(stored).encode(), IDEMPOTENCY_TTL)
-        return result
+        log.setdefault("outcome", "ok")
+        log.setdefault("status", status)
+        return _tool_result(condensed, error=False, full=body if arguments.get("full") else None)
 
     def _memory(self, session: str | None) -> SessionMemory:
         """What a session was shown (a fresh, forgotten memory for calls without a session)."""
@@ -450,19 +493,20 @@ class Executor:
         return memory
 
     async def _replay(
-        self, spec: ToolSpec, record_key: str, fingerprint: str
-    ) -> types.CallToolResult | None:
+        self, spec: ToolSpec, record_key: str, fingerprint: str, arguments: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Claim the key for this call (None), or the record of the first call to replay."""
         claim = json.dumps({"fingerprint": fingerprint, "state": "in-progress"}).encode()
         if await self.state.add(record_key, claim, IDEMPOTENCY_TTL):
             return None
         raw = await self.state.get(record_key)
-        record = json.loads(raw) if raw else {}
+        record: dict[str, Any] = json.loads(raw) if raw else {}
         if record.get("fingerprint") != fingerprint:
             raise Refusal(
                 self._problem(
                     "idempotency-key-reused",
                     "this idempotencyKey was used for another call; use a new key",
-                    **{"bc:nextStep": self._entry_steps(spec)},
+                    **{"bc:nextStep": self._entry_steps(spec, arguments)},
                 )
             )
         if record.get("state") != "done":
@@ -470,10 +514,10 @@ class Executor:
                 self._problem(
                     "idempotency-request-in-progress",
                     "a call with this idempotencyKey is still running; retry shortly",
-                    **{"bc:nextStep": self._entry_steps(spec)},
+                    **{"bc:nextStep": self._entry_steps(spec, arguments)},
                 )
             )
-        return types.CallToolResult.model_validate(record["result"])
+        return record
 
 
 def _log_scope(log: dict[str, Any], condensed: Condensed) -> None:
@@ -484,6 +528,10 @@ def _log_scope(log: dict[str, Any], condensed: Condensed) -> None:
     else:
         log["hits"] = 1
     log["nextSteps"] = len(data.get("nextSteps", []))
+
+
+def _iso(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="seconds")
 
 
 def _tool_result(condensed: Condensed, *, error: bool, full: Any = None) -> types.CallToolResult:

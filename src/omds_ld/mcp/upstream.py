@@ -25,6 +25,12 @@ class UpstreamResponse:
     url: str
     method: str
     from_cache: bool
+    # reads: how old the answer is and until when (epoch seconds) the insurer lets it be reused;
+    # None for writes
+    age: float | None = None
+    fresh_until: float | None = None
+    # the insurer answered a retried write with the answer of the first request (Idempotency-Key)
+    replayed: bool = False
 
 
 def _cache_control(value: str | None) -> dict[str, str | None]:
@@ -107,7 +113,10 @@ class Upstream:
                 headers["Content-Type"] = "application/ld+json"
             answer = await self.transport.request(operation.method, url, headers, content)
             await self.state.incr(f"gen:{self.name}:{scope}")
-            return UpstreamResponse(answer.status, _json(answer), url, operation.method, False)
+            replayed = answer.headers.get("idempotency-replayed", "").lower() == "true"
+            return UpstreamResponse(
+                answer.status, _json(answer), url, operation.method, False, replayed=replayed
+            )
 
         # one round trip: the resource's generation and the entry, kept with the generation it
         # was read in; an entry from before the latest write is no entry
@@ -117,19 +126,24 @@ class Upstream:
         cached = _entry(raw_entry)
         if cached is not None and cached[0].get("gen") != generation:
             cached = None
+        now = time.time()
         if cached is not None:
             meta, content = cached
-            if meta["fresh_until"] > time.time() and not revalidate:
-                return UpstreamResponse(200, json.loads(content), url, "GET", True)
+            if meta["fresh_until"] > now and not revalidate:
+                age = max(0.0, now - float(meta.get("stored", now)))
+                return UpstreamResponse(
+                    200, json.loads(content), url, "GET", True, age, meta["fresh_until"]
+                )
             if meta.get("etag"):
                 headers["If-None-Match"] = meta["etag"]
         answer = await self.transport.request("GET", url, headers, None)
+        fresh_until = now + (_freshness(answer, self.default_ttl) or 0.0)
         if answer.status == 304 and cached is not None:
             meta, content = cached
-            if (_freshness(answer, self.default_ttl) or 0) > 0:  # a new lease of freshness
+            if fresh_until > now:  # a new lease of freshness
                 await self._keep(key, generation, answer, content, meta.get("etag"))
-            return UpstreamResponse(200, json.loads(content), url, "GET", True)
-        result = UpstreamResponse(answer.status, _json(answer), url, "GET", False)
+            return UpstreamResponse(200, json.loads(content), url, "GET", True, 0.0, fresh_until)
+        result = UpstreamResponse(answer.status, _json(answer), url, "GET", False, 0.0, fresh_until)
         if answer.status == 200 and isinstance(result.body, dict):
             await self._keep(key, generation, answer, answer.content, None)
         return result
@@ -141,7 +155,8 @@ class Upstream:
         etag = answer.headers.get("etag") or etag
         if fresh is None or (fresh <= 0 and not etag):  # no-store, or nothing to revalidate by
             return
-        meta = {"gen": generation, "etag": etag, "fresh_until": time.time() + fresh}
+        now = time.time()
+        meta = {"gen": generation, "etag": etag, "fresh_until": now + fresh, "stored": now}
         ttl = max(fresh, self.revalidate_ttl if etag else 0.0)
         await self.state.set(key, json.dumps(meta).encode() + b"\n" + content, ttl)
 

@@ -1,0 +1,290 @@
+"""What agents had to guess is said in the answers themselves: one test per point, through the
+real MCP client against the example server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+from omds_ld.insurer.data import load_insurers
+from tests.insurer.test_flows import SKODA
+from tests.mcp.clients import follow, stdio_parameters, step
+from tests.servers import ExampleServer
+
+PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
+
+
+def run(
+    server: ExampleServer,
+    insurer: str,
+    body: Callable[[Client], Awaitable[None]],
+    mode: str = "2026-07-28",
+) -> None:
+    async def go() -> None:
+        async with Client(server.mcp(insurer), mode=mode) as client:
+            await body(client)
+
+    asyncio.run(go())
+
+
+def _shape_of(products: Any, product_iri: str) -> str:
+    """The shapeId of the readShape step offered right after a product's own steps."""
+    steps = products.structured_content["nextSteps"]
+    index = max(i for i, s in enumerate(steps) if s["target"] == product_iri)
+    return str(steps[index + 1]["arguments"]["shapeId"])
+
+
+async def new_case(client: Client) -> Any:
+    products = await client.call_tool("listProducts", {})
+    return await follow(client, step(products, "createCalculation"))
+
+
+def test_instructions_say_which_terms_are_short_and_which_iris_are_full(
+    server: ExampleServer,
+) -> None:
+    async def body(client: Client) -> None:
+        instructions = client.instructions or ""
+        assert "terms (properties and classes) exactly as the answers show them" in instructions
+        assert "p:Vehicle" in instructions
+        assert "IRIs of things (products, cases, components, attributes) in full" in instructions
+
+    run(server, "pfefferminzia", body, mode="legacy")  # instructions come with initialize
+
+
+def test_a_product_list_offers_reading_the_product_and_its_shape(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        products = await client.call_tool("listProducts", {})
+        read = step(products, "readProduct", productId="kraftfahrt-2025")
+        shape = step(products, "readShape", shapeId="VehicleShape")
+        assert shape["target"] == "https://pfefferminzia.example/shapes/VehicleShape"
+        product = await follow(client, read)
+        assert product.structured_content["product"]["iri"] == PRODUCT
+        read_shape = await follow(client, shape)
+        fields = {f["name"] for f in read_shape.structured_content["shape"]["fields"]}
+        assert "p:licensePlate" in fields
+
+    run(server, "pfefferminzia", body)
+
+
+def test_including_a_member_of_a_group_replaces_the_included_one(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        text = case.content[0].text
+        assert "[ ] Vollkasko (one of group kasko; including it replaces Teilkasko)" in text
+        swap = step(case, "includeComponent", componentId="vollkasko")
+        assert swap["label"] == "Vollkasko (replaces Teilkasko)"
+        swapped = await follow(client, swap)
+        assert "Replaced in its group: Teilkasko" in swapped.content[0].text
+        draft = swapped.structured_content["draft"]
+        included = {c["componentId"] for c in draft["components"] if c["included"]}
+        assert {"vollkasko", "kfz-haftpflicht"} == included
+        assert swapped.structured_content["case"]["replaced"] == [
+            draft["iri"] + "/components/teilkasko"
+        ]
+        # and back again: Teilkasko is offered, replacing Vollkasko
+        back = await follow(client, step(swapped, "includeComponent", componentId="teilkasko"))
+        assert "Replaced in its group: Vollkasko" in back.content[0].text
+
+    run(server, "pfefferminzia", body)
+
+
+def test_the_values_still_at_the_insurers_default_are_listed(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        defaults = {d["label"]: d["value"] for d in case.structured_content["defaults"]}
+        assert defaults == {
+            "Bonus-Malus-Stufe": 9,
+            "Vertragsbeginn": "2027-01-01",
+            "Zulassungsbezirk": "W",
+            "Versicherungssumme (EUR)": 10000000,
+            "Selbstbehalt Teilkasko (EUR)": 150,
+        }
+        assert "Still at the insurer's default: Bonus-Malus-Stufe = 9;" in case.content[0].text
+        level = next(
+            a["iri"]
+            for a in case.structured_content["draft"]["attributes"]
+            if a["label"] == "Bonus-Malus-Stufe"
+        )
+        changed = await follow(
+            client,
+            step(case, "setAttributes"),
+            {"bc:values": [{"bc:attribute": level, "p:value": 4}]},
+        )
+        still = {d["label"] for d in changed.structured_content["defaults"]}
+        assert "Bonus-Malus-Stufe" not in still and "Zulassungsbezirk" in still
+
+    run(server, "pfefferminzia", body)
+
+
+def test_an_inquiry_result_lists_the_values_at_their_default(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        products = await client.call_tool("listProducts", {})
+        instance = await follow(client, step(products, "readDefaultInstance"))
+        ready = instance.structured_content["body"]
+        ready["p:instance"]["p:hasRiskObject"] = [SKODA]
+        result = await follow(client, step(instance, "inquireTariff"), ready)
+        defaults = {d["label"]: d["value"] for d in result.structured_content["defaults"]}
+        assert defaults == {"Bonus-Malus-Stufe": 9, "Zulassungsbezirk": "W"}
+        assert "Still at the insurer's default:" in result.content[0].text
+
+    run(server, "disrupto", body)
+
+
+def test_an_offer_offers_reading_it(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        case = await follow(client, step(case, "createRiskObject"), SKODA)
+        case = await follow(client, step(case, "calculatePremium"))
+        offer = await follow(client, step(case, "createOffer"))
+        offer_id = offer.structured_content["offer"]["offerId"]
+        read = await follow(client, step(offer, "readOffer", offerId=offer_id))
+        assert read.structured_content["offer"]["offerId"] == offer_id
+
+    run(server, "pfefferminzia", body)
+
+
+def test_a_read_says_how_old_it_is_and_how_long_it_may_be_reused(
+    server: ExampleServer,
+) -> None:
+    async def body(client: Client) -> None:
+        # the catalogue is kept a minute by the insurer (max-age=60); a product read once is fresh
+        first = await client.call_tool("readProduct", {"productId": "kraftfahrt-2022"})
+        again = await client.call_tool("readProduct", {"productId": "kraftfahrt-2022"})
+        for result in (first, again):
+            provenance = result.structured_content["provenance"]
+            assert 0 < provenance["reusableForSeconds"] <= 60
+            assert provenance["reusableUntil"] > provenance["time"]
+        assert not first.structured_content["provenance"]["fromCache"]
+        assert "as of now, reusable " in first.content[0].text.splitlines()[0]
+        assert again.structured_content["provenance"]["fromCache"]
+        assert " s old, reusable " in again.content[0].text.splitlines()[0]
+
+    run(server, "disrupto", body)
+
+
+def test_a_business_case_read_is_never_reused_unasked(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        read = await follow(client, step(case, "readCalculation"))
+        assert read.structured_content["provenance"]["reusableForSeconds"] == 0
+        assert "not to be reused: ask again" in read.content[0].text.splitlines()[0]
+
+    run(server, "pfefferminzia", body)
+
+
+def test_a_replayed_answer_says_so_and_honours_full(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        key = f"replay-{uuid.uuid4().hex}"
+        arguments = {"body": {"p:hasRootProduct": PRODUCT}, "idempotencyKey": key}
+        first = await client.call_tool("createCalculation", arguments)
+        again = await client.call_tool("createCalculation", {**arguments, "full": True})
+        assert not first.is_error and not again.is_error
+        assert "Replayed" not in first.content[0].text
+        case_id = first.structured_content["case"]["caseId"]
+        assert again.structured_content["case"]["caseId"] == case_id
+        time = first.structured_content["provenance"]["time"]
+        assert again.structured_content["provenance"]["replayed"] == time
+        assert again.content[0].text.splitlines()[1] == (
+            f"Replayed: the answer of the first call with this idempotencyKey ({time}); "
+            "nothing was done again."
+        )
+        assert again.structured_content["full"]["bc:caseId"] == case_id
+
+    run(server, "pfefferminzia", body)
+
+
+def test_a_replay_by_the_insurer_is_marked_too(server: ExampleServer, tmp_path: Path) -> None:
+    """Two MCP servers (stdio, and the hosted one) with one key: the second one's call is replayed
+    by the insurer, which says so (Idempotency-Replayed), and the answer says it."""
+    key = f"insurer-replay-{uuid.uuid4().hex}"
+    arguments = {"body": {"p:hasRootProduct": PRODUCT}, "idempotencyKey": key}
+
+    async def go() -> tuple[Any, Any]:
+        parameters = stdio_parameters(server, "pfefferminzia", tmp_path / "log.jsonl")
+        async with Client(parameters) as local:
+            first = await local.call_tool("createCalculation", arguments)
+        async with Client(server.mcp("pfefferminzia"), mode="2026-07-28") as hosted:
+            second = await hosted.call_tool("createCalculation", arguments)
+        return first, second
+
+    first, second = asyncio.run(go())
+    case_id = first.structured_content["case"]["caseId"]
+    assert second.structured_content["case"]["caseId"] == case_id
+    assert second.structured_content["provenance"]["replayed"] is True
+    assert second.content[0].text.splitlines()[1].startswith("Replayed: the answer of the first")
+
+
+def test_vehicle_shapes_take_the_model(server: ExampleServer) -> None:
+    """Every shape of a vehicle, at every insurer, has an optional p:model."""
+    for insurer in load_insurers():
+
+        async def body(client: Client) -> None:
+            products = await client.call_tool("listProducts", {})
+            for product in products.structured_content["products"]:
+                if product["riskObjectClass"] != "https://w3id.org/omds-ld/p#Vehicle":
+                    continue
+                read = step(products, "readShape", shapeId=_shape_of(products, product["iri"]))
+                shape = await follow(client, read)
+                fields = {f["name"]: f for f in shape.structured_content["shape"]["fields"]}
+                assert fields["p:model"]["required"] is False
+                assert fields["p:model"]["type"] == "xsd:string"
+
+        run(server, insurer, body)
+
+    async def priced_with_model(client: Client) -> None:
+        case = await new_case(client)
+        case = await follow(client, step(case, "createRiskObject"), {**SKODA, "p:model": "Octavia"})
+        [vehicle] = case.structured_content["riskObjects"]
+        assert vehicle["fields"]["p:model"] == "Octavia"
+        priced = await follow(client, step(case, "calculatePremium"))
+        assert priced.structured_content["premium"]["gross"] == 1684.88
+
+    run(server, "pfefferminzia", priced_with_model)
+
+
+def test_a_refused_call_lists_steps_with_the_real_ids_it_named(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        case_id = case.structured_content["case"]["caseId"]
+        refused = await client.call_tool(
+            "createRiskObject", {"caseId": case_id, "body": {"p:make": "Skoda"}}
+        )
+        assert refused.is_error
+        [same, *_] = refused.structured_content["nextSteps"]
+        assert same["tool"] == "createRiskObject"
+        assert same["arguments"] == {"caseId": case_id}
+        assert same["target"].endswith(f"/calculations/{case_id}/risk-objects")
+        assert "{" not in refused.content[0].text.split("Still admissible")[1]
+        assert f"caseId={case_id}" in refused.content[0].text
+
+    run(server, "pfefferminzia", body)
+
+
+def test_every_component_shows_its_attributes_included_or_not(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        products = await client.call_tool("listProducts", {})
+        instance = await follow(client, step(products, "readDefaultInstance"))
+        [kasko] = [
+            c for c in instance.structured_content["draft"]["components"] if c["label"] == "Kasko"
+        ]
+        assert not kasko["included"]
+        attributes = {a["label"]: a for a in kasko["attributes"]}
+        assert attributes["Kaskoart"]["value"] == "teil"
+        assert attributes["Kaskoart"]["range"]["in"] == ["teil", "voll"]
+        assert attributes["Selbstbehalt (EUR)"]["range"]["default"] == 500
+        text = instance.content[0].text
+        assert 'Kaskoart = "teil" (one of teil, voll)' in text
+        product = await follow(client, step(products, "readProduct"))
+        [described] = [
+            c for c in product.structured_content["product"]["components"] if c["label"] == "Kasko"
+        ]
+        labels = {a["label"]: a for a in described["attributes"]}
+        assert labels["Kaskoart"]["default"] == "teil"
+        assert 'Kaskoart = "teil" (one of teil, voll)' in product.content[0].text
+
+    run(server, "disrupto", body)

@@ -62,6 +62,16 @@ def tool_list_text(result: Any) -> str:
     )
 
 
+def shown_text(result: Any) -> str:
+    """What a model is shown of each tool: name, description and input schema."""
+    return compact(
+        [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in result.tools
+        ]
+    )
+
+
 class Recorder:
     """Collects each answer: our condensed text, the insurer's full JSON-LD, FastMCP's text."""
 
@@ -265,6 +275,7 @@ async def measure(
 ) -> None:
     record = Recorder()
     lists: dict[str, tuple[str, str]] = {}
+    shown: dict[str, tuple[str, str]] = {}
     latency: list[Row] = []
     async with httpx.AsyncClient(timeout=30) as direct:
         for name in PRODUCTS:
@@ -274,10 +285,9 @@ async def measure(
                 Client(standalone.mcp(name), mode="legacy") as apart,
                 Client(peers[name], mode="legacy") as peer,
             ):
-                lists[name] = (
-                    tool_list_text(await ours.list_tools()),
-                    tool_list_text(await peer.list_tools()),
-                )
+                our_tools, peer_tools = await ours.list_tools(), await peer.list_tools()
+                lists[name] = (tool_list_text(our_tools), tool_list_text(peer_tools))
+                shown[name] = (shown_text(our_tools), shown_text(peer_tools))
                 api = server.api(name)
                 if name == "disrupto":
                     bodies = await inquiry_flow(name, ours, peer, record)
@@ -292,14 +302,18 @@ async def measure(
                             ("standalone", apart, cases["ours"]), ("FastMCP", peer, cases["peer"])]  # fmt: skip
                     latency += await draft_latency(direct, api, arms, count)
 
-    print("tools/list (bytes / cl100k tokens)")
-    print(f"  {'insurer':<15} {'ours':>18} {'FastMCP':>18} {'ours/FastMCP':>13}")
-    for name, (ours_text, peer_text) in lists.items():
-        ratio = len(ours_text) / len(peer_text)
-        print(
-            f"  {name:<15} {len(ours_text):>8} / {tokens(ours_text):>6} "
-            f"{len(peer_text):>8} / {tokens(peer_text):>6} {ratio:>12.2f}"
-        )
+    for heading, texts in (
+        ("tools/list, whole (bytes / cl100k tokens)", lists),
+        ("what a model is shown of it: name, description, input schema", shown),
+    ):
+        print(heading)
+        print(f"  {'insurer':<15} {'ours':>18} {'FastMCP':>18} {'ours/FastMCP tokens':>20}")
+        for name, (ours_text, peer_text) in texts.items():
+            ratio = tokens(ours_text) / tokens(peer_text)
+            print(
+                f"  {name:<15} {len(ours_text):>8} / {tokens(ours_text):>6} "
+                f"{len(peer_text):>8} / {tokens(peer_text):>6} {ratio:>19.2f}"
+            )
     print(
         "answers (bytes / cl100k tokens): condensed text vs the insurer's full JSON-LD vs FastMCP"
     )
@@ -362,6 +376,12 @@ async def measure(
     )
     print(
         f"  our tools/list smaller than FastMCP's: {ours_list} < {peer_list} bytes: {ours_list < peer_list}"
+    )
+    halves = {name: tokens(o) / tokens(p) for name, (o, p) in lists.items()}
+    print(
+        "  tools/list at most 1/2 of FastMCP's (tokens), every insurer: "
+        + ", ".join(f"{name} {ratio:.2f}" for name, ratio in halves.items())
+        + f": {all(r <= 0.5 for r in halves.values())}"
     )
     print(
         "  added p50 per call under 5 ms: "

@@ -146,3 +146,11 @@ def test_the_grader_takes_the_kinds_of_operation_from_the_norm() -> None:
     for name, operation in norm.operations.items():
         assert is_edit(name) == (operation.kind in {"create", "edit"}), name
     assert is_edit("someToolOfAnotherServer")
+
+
+def test_a_task_asking_for_an_offer_fails_without_one(recorded: Protocol) -> None:
+    protocol = json.loads(json.dumps(recorded))
+    protocol[0]["scenario"]["expected"]["offer"] = True
+    premium = next(c for c in grade(protocol).criteria if c.name == "premium")
+    assert not premium.passed
+    assert premium.reason == "a premium, but no binding offer"

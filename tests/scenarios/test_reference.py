@@ -22,8 +22,14 @@ def test_the_shipped_scenarios_cover_the_required_cases() -> None:
     loaded = [load_scenario(p) for p in SCENARIOS.values()]
     assert {"pfefferminzia-skoda", "disrupto-skoda", "angloamerican-home"} <= set(SCENARIOS)
     assert any(len(s.servers) == 2 for s in loaded), "a comparison at two insurers"
+    assert any(len(s.servers) == 3 for s in loaded), "a comparison at three insurers"
     assert any(s.first_attempt for s in loaded), "one whose first body is refused"
-    assert all(s.assumptions and s.budget.tool_calls for s in loaded)
+    assert any("Vollkasko" in s.include for s in loaded), "a component swapped in its group"
+    assert any(s.settings and s.servers == ("disrupto",) for s in loaded), "a value set, inquiry"
+    assert any(s.settings and s.servers == ("angloamerican",) for s in loaded), "sums insured"
+    assert any(s.include and s.servers == ("pfefferminzia",) for s in loaded), "optional component"
+    assert any(s.offer for s in loaded), "a binding offer"
+    assert all(s.budget.tool_calls for s in loaded)
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

@@ -71,15 +71,26 @@ def _final(protocol: Protocol) -> tuple[int, str]:
 
 
 def premium_with_conforming_report(protocol: Protocol, scenario: Scenario) -> Criterion:
-    """1. An answer contains a premium with a conforming validation report."""
+    """1. An answer contains a premium with a conforming validation report (and, where the task
+    asks for a binding offer, an answer is that offer)."""
     unconfirmed = []
+    found: int | None = None
     for line, event in _results(protocol):
         content = _structured(event)
         if event.get("is_error") or not content.get("premium"):
             continue
         if content.get("validation", {}).get("conforms"):
-            return Criterion("premium", True, "a premium with a conforming report", (line,))
-        unconfirmed.append(line)
+            found = found or line
+            if not scenario.offer:
+                return Criterion("premium", True, "a premium with a conforming report", (line,))
+        elif not content.get("offer"):
+            unconfirmed.append(line)
+        if scenario.offer and found and content.get("offer"):
+            return Criterion(
+                "premium", True, "a premium with a conforming report, and its offer", (found, line)
+            )
+    if found:
+        return Criterion("premium", False, "a premium, but no binding offer", (found,))
     if unconfirmed:
         return Criterion(
             "premium", False, "a premium without a conforming report", tuple(unconfirmed)

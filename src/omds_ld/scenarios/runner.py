@@ -61,9 +61,12 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
         "servers": list(scenario.servers),
         "facts": dict(scenario.facts),
         "first_attempt": dict(scenario.first_attempt),
+        "set": dict(scenario.settings),
+        "include": list(scenario.include),
         "expected": {
             "premiums": {k: str(v) for k, v in scenario.premiums.items()},
             "currency": scenario.currency,
+            "offer": scenario.offer,
         },
         "assumptions": [
             {"name": a.name, "wordings": {k: list(v) for k, v in a.wordings.items()}}

@@ -52,6 +52,11 @@ class Scenario:
     path: Path | None = None
     # expected premiums to be found by an inquiry at run time (``premium: inquire``)
     inquire: bool = False
+    # what the task asks beyond the risk object, by the labels the answers show (for the
+    # reference agent): attribute values to set, components to include, a binding offer
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    include: tuple[str, ...] = ()
+    offer: bool = False
 
 
 def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario:
@@ -86,6 +91,9 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         first_attempt=dict(raw.get("first_attempt", {})),
         path=path,
         inquire=inquire,
+        settings=dict(raw.get("set", {})),
+        include=tuple(str(label) for label in raw.get("include", ())),
+        offer=bool(expected.get("offer", False)),
     )
 
 

@@ -36,6 +36,54 @@ def _fields(shape_fields: list[Mapping[str, Any]], facts: Mapping[str, Any]) -> 
     return body
 
 
+def _attributes_named(
+    content: Mapping[str, Any] | None, scenario: Scenario
+) -> list[tuple[Mapping[str, Any], Any]]:
+    """The draft's attributes (root and components) the task sets, found by their labels."""
+    draft = (content or {}).get("draft", {})
+    attributes = list(draft.get("attributes", []))
+    for component in draft.get("components", []):
+        attributes += [{**a, "component": component} for a in component.get("attributes", [])]
+    by_label = {str(a["label"]).lower(): a for a in attributes}
+    found = []
+    for name, value in scenario.settings.items():
+        attribute = by_label.get(str(name).lower())
+        if attribute is None:
+            raise AgentGaveUp(f"no attribute {name!r}; attributes: {sorted(by_label)}")
+        found.append((attribute, value))
+    return found
+
+
+def _tailored(
+    body: Mapping[str, Any], content: Mapping[str, Any], scenario: Scenario
+) -> dict[str, Any]:
+    """The ready inquiry body with the task's components included and values set."""
+    instance = dict(body["p:instance"])
+    parts: dict[str, dict[str, Any]] = {}
+    components = content.get("draft", {}).get("components", [])
+    for wanted in scenario.include:
+        component = next(
+            (c for c in components if str(c["label"]).lower().startswith(wanted.lower())), None
+        )
+        if component is None:
+            raise AgentGaveUp(f"no component {wanted!r}")
+        part = parts.setdefault(component["instanceOf"], {"p:instanceOf": component["instanceOf"]})
+        part["p:included"] = True
+    for attribute, value in _attributes_named(content, scenario):
+        item = {"p:property": attribute["property"], "p:value": value}
+        component = attribute.get("component")
+        if component is None:
+            instance["p:attribute"] = [*instance.get("p:attribute", []), item]
+        else:
+            part = parts.setdefault(
+                component["instanceOf"], {"p:instanceOf": component["instanceOf"]}
+            )
+            part["p:attribute"] = [*part.get("p:attribute", []), item]
+    if parts:
+        instance["p:hasPart"] = [*instance.get("p:hasPart", []), *parts.values()]
+    return {**body, "p:instance": instance}
+
+
 def _german(amount: Decimal) -> str:
     return f"{amount:,.2f}".replace(",", "X").replace(".", ",").replace("X", ".")
 
@@ -53,11 +101,13 @@ class ReferenceAgent:
         self._shapes = {}  # the fields of every shape this run was shown
         lines = []
         for server in scenario.servers:
-            premium, currency, assumed = await self._calculate(server, scenario, session)
+            premium, currency, assumed, offer = await self._calculate(server, scenario, session)
             lines.append(
                 f"{server}: premium {premium:.2f} {currency} per year "
                 f"(Prämie {_german(premium)} {currency} pro Jahr)."
             )
+            if offer:
+                lines.append(f"Binding offer / verbindliches Angebot: {offer}")
             if assumed:
                 lines.append(
                     "Assumed, as the task does not say (the insurer's defaults) / Annahmen: "
@@ -67,7 +117,7 @@ class ReferenceAgent:
 
     async def _calculate(
         self, server: str, scenario: Scenario, session: RunSession
-    ) -> tuple[Decimal, str, list[str]]:
+    ) -> tuple[Decimal, str, list[str], str | None]:
         risk_class = expand_curie(str(scenario.facts.get("@type", "")))
         products = await session.call(server, ENTRY, {})
         offered = [
@@ -84,15 +134,20 @@ class ReferenceAgent:
         result = await session.call(
             server, start["tool"], self._arguments(start, start.get("body"))
         )
-        assumed = self._assumptions(result)
         inquiry_body = (result.structured_content or {}).get("body")
+        if inquiry_body is not None:
+            inquiry_body = _tailored(inquiry_body, result.structured_content, scenario)
+        else:
+            result = await self._adjust_draft(server, result, scenario, session)
         attempt = 0
         for _ in range(MAX_STEPS):
             content = result.structured_content or {}
             self._remember(content)
             premium = content.get("premium")
             if premium and content.get("validation", {}).get("conforms") and not result.is_error:
-                return Decimal(str(premium["gross"])), premium.get("currency", ""), assumed
+                assumed = [f"{d['label']} = {d['value']}" for d in content.get("defaults", [])]
+                offer = await self._offer(server, result, scenario, session)
+                return (Decimal(str(premium["gross"])), premium.get("currency", ""), assumed, offer)
             risk = {**scenario.facts, **(scenario.first_attempt if attempt == 0 else {})}
             if (step := _step(result, "createRiskObject")) and not content.get("riskObjects"):
                 attempt += 1
@@ -115,6 +170,53 @@ class ReferenceAgent:
                 raise AgentGaveUp(f"{server}: no step leads on; offered: {offered_tools}")
         raise AgentGaveUp(f"{server}: no premium after {MAX_STEPS} steps")
 
+    async def _adjust_draft(
+        self, server: str, result: Any, scenario: Scenario, session: RunSession
+    ) -> Any:
+        """Include the components and set the values the task names, by offered steps only."""
+        self._remember(result.structured_content or {})
+        for wanted in scenario.include:
+            step = next(
+                (
+                    s
+                    for s in (result.structured_content or {}).get("nextSteps", [])
+                    if s["tool"] == "includeComponent"
+                    and str(s.get("label", "")).lower().startswith(wanted.lower())
+                ),
+                None,
+            )
+            if step is None:
+                raise AgentGaveUp(f"{server}: no step includes {wanted}")
+            result = await session.call(server, step["tool"], self._arguments(step, None))
+            self._remember(result.structured_content or {})
+        if scenario.settings:
+            values = [
+                {"bc:attribute": attribute["iri"], "p:value": value}
+                for attribute, value in _attributes_named(result.structured_content, scenario)
+            ]
+            step = _step(result, "setAttributes")
+            if step is None:
+                raise AgentGaveUp(f"{server}: no step sets attributes")
+            result = await session.call(
+                server, step["tool"], self._arguments(step, {"bc:values": values})
+            )
+        return result
+
+    async def _offer(
+        self, server: str, result: Any, scenario: Scenario, session: RunSession
+    ) -> str | None:
+        """A binding offer, where the task asks for one: its id and validity."""
+        if not scenario.offer:
+            return None
+        step = _step(result, "createOffer")
+        if step is None:
+            raise AgentGaveUp(f"{server}: no step makes an offer")
+        made = await session.call(server, step["tool"], self._arguments(step, None))
+        offer = (made.structured_content or {}).get("offer") or {}
+        if made.is_error or not offer:
+            raise AgentGaveUp(f"{server}: the offer was refused")
+        return f"{offer['offerId']} (valid until {offer.get('validUntil')})"
+
     @staticmethod
     def _arguments(step: Mapping[str, Any], body: Any) -> dict[str, Any]:
         arguments = dict(step.get("arguments", {}))
@@ -130,13 +232,3 @@ class ReferenceAgent:
     def _shape(self, step: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The fields of the shapes a step expects, as this run was shown them."""
         return [f for iri in step.get("expects", []) for f in self._shapes.get(iri, [])]
-
-    @staticmethod
-    def _assumptions(result: Any) -> list[str]:
-        """Every attribute value of the draft the task did not set: the insurer's defaults."""
-        draft = (result.structured_content or {}).get("draft", {})
-        assumed = [f"{a['label']} = {a['value']}" for a in draft.get("attributes", [])]
-        for component in draft.get("components", []):
-            if component.get("included"):
-                assumed += [f"{a['label']} = {a['value']}" for a in component.get("attributes", [])]
-        return assumed

@@ -86,6 +86,13 @@ class ExampleServer:
         self.stop()
         self.start()
 
+    def kill(self) -> None:
+        """End the process at once (SIGKILL): a crash, nothing written on the way out."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
     def snapshot(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every row of every business table, read from the SQLite file itself."""
         with sqlite3.connect(self.database) as db:
@@ -163,6 +170,13 @@ class RedisServer:
             self.process.wait(timeout=10)
         self.process = None
 
+    def kill(self) -> None:
+        """End the process at once (SIGKILL): a crash, nothing written on the way out."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
 
 @dataclass
 class McpServer:
@@ -194,4 +208,11 @@ class McpServer:
         if self.process and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=10)
+        self.process = None
+
+    def kill(self) -> None:
+        """End the process at once (SIGKILL): a crash, nothing written on the way out."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
         self.process = None

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from omds_ld import __version__
+from omds_ld import __version__, logs
 from omds_ld.insurer.config import DEFAULT_PORT, ServerConfig, default_database
 from omds_ld.mcp.config import DEFAULT_MCP_PORT, HttpConfig, InstanceConfig, McpConfig, load_config
 
@@ -54,6 +53,9 @@ def _serve(args: argparse.Namespace) -> int:
         insurers_folder=Path(args.insurers) if args.insurers else None,
         require_token=args.require_token,
         access_log=Path(args.access_log) if args.access_log else None,
+        allowed_hosts=tuple(args.allowed_host or ()),
+        allowed_origins=tuple(args.allowed_origin or ()),
+        idempotency_lease_seconds=args.idempotency_lease_seconds,
     )
     insurers = load_insurers(config.insurers_folder)
     norm = load_norm()
@@ -314,13 +316,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--access-log", help="append one JSON line per HTTP request to this file")
     serve.add_argument("--request-log", help="MCP request log (JSONL); default: stderr")
     serve.add_argument(
-        "--allowed-host", action="append", help="a further Host the MCP endpoints accept"
+        "--allowed-host",
+        action="append",
+        help="a further Host the interfaces and MCP endpoints accept",
     )
     serve.add_argument(
         "--allowed-origin", action="append", help="a further Origin the MCP endpoints accept"
     )
     serve.add_argument(
         "--session-minutes", type=float, default=30, help="MCP session binding lifetime"
+    )
+    serve.add_argument(
+        "--idempotency-lease-seconds",
+        type=float,
+        default=15.0,
+        help="how long a write holds its Idempotency-Key; a crashed write's key is free after it",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(run=_serve)
@@ -406,12 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
-        stream=sys.stderr,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logs.configure(args.log_level)
     code: int = args.run(args)
     return code
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from tests.insurer.test_flows import SKODA
 from tests.servers import ExampleServer
 
 PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
+RAW_VEHICLE = json.dumps(SKODA).encode()
 OPERATIONS = set(load_norm().operations)
 
 
@@ -149,6 +151,58 @@ CASES: dict[str, tuple[str, int, bool, Request]] = {
         "invalid-parameter", 422, False,
         lambda c, api, case: c.get(f"{api}/products", params={"limit": 1000}),
     ),
+    # hostile input is invalid input: refused, never cleaned, never a 500
+    "a lone surrogate in a value": (
+        "invalid-body", 422, False,
+        lambda c, api, case: c.post(
+            f"{api}/calculations/{case['bc:caseId']}/risk-objects",
+            content=RAW_VEHICLE.replace(b'"Skoda"', b'"Sko\\ud800da"'),
+            headers={"Content-Type": "application/json", "Idempotency-Key": "surrogate"},
+        ),
+    ),
+    "a control character in a value": (
+        "invalid-body", 422, False,
+        lambda c, api, case: c.post(
+            f"{api}/calculations/{case['bc:caseId']}/risk-objects",
+            json={**SKODA, "p:licensePlate": "W-12345A\n"},
+        ),
+    ),
+    "a NUL in a name": (
+        "invalid-body", 422, False,
+        lambda c, api, case: c.post(
+            f"{api}/calculations", json={"p:hasRootProduct": PRODUCT, "x\u0000": 1},
+        ),
+    ),
+    "nesting beyond any schema": (
+        "invalid-body", 422, False,
+        lambda c, api, case: c.post(
+            f"{api}/calculations", content=b'{"a":' + b"[" * 5000 + b"]" * 5000 + b"}",
+            headers={"Content-Type": "application/json"},
+        ),
+    ),
+    "a remote @context": (
+        "invalid-body", 422, False,
+        lambda c, api, case: c.post(
+            f"{api}/calculations",
+            json={"@context": "https://evil.example/context.jsonld", "p:hasRootProduct": PRODUCT},
+        ),
+    ),
+    "an @context that remaps the prefixes": (
+        "invalid-body", 422, False,
+        lambda c, api, case: c.post(
+            f"{api}/calculations",
+            json={"@context": {"@vocab": "https://evil.example/", "p": "https://evil.example/p#"},
+                  "p:hasRootProduct": PRODUCT},
+        ),
+    ),
+    "an unknown property of an inquiry": (
+        "invalid-body", 422, False,
+        lambda c, api, case: c.post(
+            api.replace("pfefferminzia", "disrupto") + "/tariff-inquiries",
+            json={"p:instance": {"p:instanceOf": "https://disrupto.example/products/kraftfahrt-2022"},
+                  "p:discount": 50},
+        ),
+    ),
 }  # fmt: skip
 
 
@@ -225,3 +279,42 @@ def test_unknown_address_is_a_problem(client: httpx.Client, server: ExampleServe
     wrong_method = client.delete(server.api("pfefferminzia") + "/products")
     assert wrong_method.status_code == 405
     assert wrong_method.json()["type"].endswith("/method-not-allowed")
+
+
+def test_a_refused_write_leaves_its_key_free_and_the_case_readable(
+    client: httpx.Client, server: ExampleServer
+) -> None:
+    """A write whose input cannot be encoded is refused before anything is written: the case
+    keeps its version and stays readable, and the same key then acts once with a good body."""
+    api = server.api("pfefferminzia")
+    case = new_case(client, server)
+    url = f"{api}/calculations/{case['bc:caseId']}/risk-objects"
+    headers = {"Content-Type": "application/json", "Idempotency-Key": "s1"}
+    bad = client.post(
+        url, content=RAW_VEHICLE.replace(b'"Skoda"', b'"Sko\\ud800da"'), headers=headers
+    )
+    assert bad.status_code == 422
+    assert bad.json()["errors"][0]["pointer"] == "/p:make"
+    read = client.get(f"{api}/calculations/{case['bc:caseId']}")
+    assert read.status_code == 200 and read.json()["bc:draft"]["p:hasRiskObject"] == []
+    good = client.post(url, content=RAW_VEHICLE, headers=headers)
+    assert good.status_code == 201, good.text
+    again = client.post(url, content=RAW_VEHICLE, headers=headers)
+    assert again.headers["Idempotency-Replayed"] == "true"
+    assert len(again.json()["bc:draft"]["p:hasRiskObject"]) == 1
+
+
+def test_the_interface_answers_only_its_own_hosts(
+    client: httpx.Client, server: ExampleServer
+) -> None:
+    products = server.api("pfefferminzia") + "/products"
+    port = server.url.rsplit(":", 1)[1]
+    assert client.get(products).status_code == 200
+    assert client.get(products, headers={"Host": f"localhost:{port}"}).status_code == 200
+    for host in ("evil.example", f"127.0.0.1:{port}.evil.example", "127.0.0.1:*"):
+        refused = client.get(products, headers={"Host": host})
+        assert refused.status_code == 421, host
+        assert refused.json()["type"].endswith("/misdirected-request")
+    foreign = client.get(products, headers={"Origin": f"http://127.0.0.1:{port}.evil.example"})
+    assert foreign.status_code == 403
+    assert foreign.json()["type"].endswith("/forbidden-origin")

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
+import pytest
 
+from omds_ld.insurer.data import load_insurers
+from omds_ld.insurer.draft import Draft
+from omds_ld.insurer.store import Case, Claim, ClaimLost, Replay, Store
 from tests.insurer.test_bad_input import PRODUCT
 from tests.insurer.test_flows import SKODA
 from tests.servers import ExampleServer
@@ -44,3 +51,66 @@ def test_idempotency_records_survive_a_restart(tmp_path: Path, client: httpx.Cli
         assert len(server.snapshot()["cases"]) == 1
     finally:
         server.stop()
+
+
+def _store_with_case(tmp_path: Path) -> tuple[Store, Case]:
+    store = Store(tmp_path / "unit.sqlite3")
+    product = load_insurers()["pfefferminzia"].products["kraftfahrt-2025"]
+    case = Case("pfefferminzia", "c1", "alpha", "draft", Draft.default(product), None, None, 1,
+                "t", "t")  # fmt: skip
+    store.insert_case(case)
+    return store, case
+
+
+def test_a_write_and_its_answer_commit_together_or_not_at_all(tmp_path: Path) -> None:
+    """A failure after the write (an answer that cannot be encoded, say) rolls the write back."""
+    store, case = _store_with_case(tmp_path)
+    claim = store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 15)
+    assert isinstance(claim, Claim)
+    with pytest.raises(UnicodeEncodeError), store.unit():
+        store.update_case(replace(case, status="calculated"), expected_version=1)
+        store.complete_idempotent("pfefferminzia", "alpha", "k", claim, 201, {}, b"{}")
+        "\ud800".encode()
+    after = store.get_case("pfefferminzia", "c1", "alpha")
+    assert after is not None and after.version == 1 and after.status == "draft"
+    assert store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 15) == "in-progress"
+    store.close()
+
+
+def test_a_claim_whose_holder_died_lapses_after_its_lease(tmp_path: Path) -> None:
+    store, case = _store_with_case(tmp_path)
+    first = store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 0.3)
+    assert isinstance(first, Claim)
+    assert store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 0.3) == "in-progress"
+    time.sleep(0.4)  # the holder never completed: nothing was done under its claim
+    second = store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 15)
+    assert isinstance(second, Claim)
+    with pytest.raises(ClaimLost), store.unit():  # the first holder wakes up too late
+        store.update_case(replace(case, status="calculated"), expected_version=1)
+        store.complete_idempotent("pfefferminzia", "alpha", "k", first, 201, {}, b"late")
+    with store.unit():
+        store.update_case(replace(case, status="calculated"), expected_version=1)
+        store.complete_idempotent("pfefferminzia", "alpha", "k", second, 201, {}, b"once")
+    replay = store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 15)
+    assert isinstance(replay, Replay) and replay.body == b"once"
+    after = store.get_case("pfefferminzia", "c1", "alpha")
+    assert after is not None and after.version == 2
+    store.close()
+
+
+def test_a_store_from_before_leases_gets_its_columns(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE idempotency (insurer TEXT NOT NULL, broker TEXT NOT NULL, key TEXT NOT NULL,"
+        " fingerprint TEXT NOT NULL, state TEXT NOT NULL, status INTEGER, headers TEXT, body BLOB,"
+        " created REAL NOT NULL, PRIMARY KEY (insurer, broker, key));"
+        "INSERT INTO idempotency VALUES ('p','b','k','f','done',201,'{}',x'7b7d',"
+        f"{time.time()});"
+    )
+    old.commit()
+    old.close()
+    store = Store(path)
+    replay = store.begin_idempotent("p", "b", "k", "f", 3600, 15)
+    assert isinstance(replay, Replay) and replay.status == 201
+    store.close()

@@ -21,12 +21,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from omds_ld.hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Allowlist, HostGuard
 from omds_ld.insurer.config import ServerConfig
 from omds_ld.insurer.data import ANONYMOUS, Broker, Insurer, load_insurers
 from omds_ld.insurer.problems import FieldError, Problem
 from omds_ld.insurer.service import Answer, InsurerService
-from omds_ld.insurer.store import Replay, Store
-from omds_ld.norm import Norm, Operation, load_norm
+from omds_ld.insurer.store import Claim, ClaimLost, Replay, Store
+from omds_ld.norm import Norm, Operation, hygiene, load_norm
 from omds_ld.norm.jsonld import CONTEXT_URL, context_document
 from omds_ld.norm.schemas import SchemaValidator
 from omds_ld.process import freeze_startup_heap
@@ -111,8 +112,14 @@ class OperationEndpoint:
         headers: Mapping[str, str],
         raw: bytes,
     ) -> Response:
-        """Carry out one request: runs in a worker thread, so requests really overlap."""
-        claimed: tuple[str, str] | None = None
+        """Carry out one request: runs in a worker thread, so requests really overlap.
+
+        A write runs in one transaction of the store with its encoded answer and its idempotency
+        record: it is answered 2xx exactly when it is committed, and a failure anywhere (the
+        answer included) rolls all of it back, so "nothing was changed" is true."""
+        store = self.service.store
+        insurer = self.service.insurer.name
+        claimed: tuple[str, str, Claim] | None = None
         try:
             broker = self._broker(headers)
             params = self._params(path_params, query)
@@ -123,34 +130,46 @@ class OperationEndpoint:
                 if isinstance(state, Replay):
                     replayed = {**state.headers, "Idempotency-Replayed": "true"}
                     return Response(state.body, state.status, headers=replayed)
-                claimed = (broker.id, key)
-            answer: Answer = self.handler(broker, params, body)
-            response_headers = {"Content-Type": LD_JSON, **answer.headers}
-            encoded = _dumps(answer.body)
-            if self.operation.method == "GET":
-                etag = '"' + hashlib.sha256(encoded).hexdigest()[:32] + '"'
-                # catalogue reads may be kept a minute; a broker's cases are revalidated each time
-                freshness = "no-cache" if self.operation.draft else "max-age=60"
-                response_headers.update({"ETag": etag, "Cache-Control": f"private, {freshness}"})
-                if headers.get("if-none-match") == etag:
-                    return Response(
-                        b"",
-                        304,
-                        headers={"ETag": etag, "Cache-Control": response_headers["Cache-Control"]},
+                claimed = (broker.id, key, state)
+            writes = self.operation.method != "GET" and self.operation.draft
+            with store.unit() if writes else contextlib.nullcontext():
+                answer: Answer = self.handler(broker, params, body)
+                response_headers = {"Content-Type": LD_JSON, **answer.headers}
+                encoded = _dumps(answer.body)  # before the commit: an answer that cannot be
+                # encoded rolls the write back
+                if self.operation.method == "GET":
+                    etag = '"' + hashlib.sha256(encoded).hexdigest()[:32] + '"'
+                    # catalogue reads may be kept a minute; a broker's cases are revalidated
+                    freshness = "no-cache" if self.operation.draft else "max-age=60"
+                    cache_control = f"private, {freshness}"
+                    response_headers.update({"ETag": etag, "Cache-Control": cache_control})
+                    if headers.get("if-none-match") == etag:
+                        return Response(
+                            b"", 304, headers={"ETag": etag, "Cache-Control": cache_control}
+                        )
+                if claimed is not None:
+                    store.complete_idempotent(
+                        insurer, *claimed, answer.status, response_headers, encoded
                     )
-            if claimed is not None:
-                self.service.store.complete_idempotent(
-                    self.service.insurer.name, *claimed, answer.status, response_headers, encoded
-                )
             return Response(encoded, answer.status, headers=response_headers)
         except Problem as problem:
             if claimed is not None:
-                self.service.store.release_idempotent(self.service.insurer.name, *claimed)
+                store.release_idempotent(insurer, *claimed)
             return self._problem(problem, path)
+        except ClaimLost:
+            # the lease lapsed and another request with this key took over: it acts, this not
+            return self._problem(
+                Problem(
+                    "idempotency-request-in-progress",
+                    "another request with this Idempotency-Key took over; retry shortly",
+                    headers={"Retry-After": "1"},
+                ),
+                path,
+            )
         except Exception:
             log.exception("%s failed", self.operation.operation_id)
             if claimed is not None:
-                self.service.store.release_idempotent(self.service.insurer.name, *claimed)
+                store.release_idempotent(insurer, *claimed)
             return self._problem(
                 Problem("internal-error", "the interface failed; nothing was changed, retry later"),
                 path,
@@ -233,6 +252,19 @@ class OperationEndpoint:
             raise Problem(
                 "malformed-request", f"the body is not well-formed JSON: {error}"
             ) from None
+        except RecursionError:
+            raise Problem(
+                "invalid-body",
+                f"the body is nested deeper than {hygiene.MAX_DEPTH} levels",
+                errors=[FieldError("", f"at most {hygiene.MAX_DEPTH} levels of nesting")],
+            ) from None
+        hostile = hygiene.violations(body)
+        if hostile:
+            raise Problem(
+                "invalid-body",
+                "the body carries a value no request may carry; nothing was changed",
+                errors=[FieldError(v.pointer, v.detail) for v in hostile],
+            )
         violations = operation.body_violations(body)
         if violations:
             raise Problem(
@@ -255,7 +287,7 @@ class OperationEndpoint:
             )
         return key
 
-    def _claim(self, broker: Broker, key: str, path: str, body: Any) -> Replay | None:
+    def _claim(self, broker: Broker, key: str, path: str, body: Any) -> Claim | Replay:
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
         fingerprint = hashlib.sha256(
             f"{self.operation.operation_id}\n{path}\n{canonical}".encode()
@@ -266,6 +298,7 @@ class OperationEndpoint:
             key,
             fingerprint,
             self.config.idempotency_retention_seconds,
+            self.config.idempotency_lease_seconds,
         )
         if state == "mismatch":
             raise Problem(
@@ -278,7 +311,7 @@ class OperationEndpoint:
                 "a request with this Idempotency-Key is still being processed; retry shortly",
                 headers={"Retry-After": "1"},
             )
-        return state if isinstance(state, Replay) else None
+        return state
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -368,11 +401,17 @@ def create_app(
             yield
         store.close()
 
+    allowlist = Allowlist(
+        (*LOOPBACK_HOSTS, *config.allowed_hosts), (*LOOPBACK_ORIGINS, *config.allowed_origins)
+    )
+    middleware = [Middleware(HostGuard, allowlist=allowlist)]
+    if config.access_log:
+        middleware.insert(0, Middleware(AccessLog, path=config.access_log))
     app = Starlette(
         routes=routes,
         exception_handlers={404: not_found, 405: not_found},
         lifespan=lifespan,
-        middleware=[Middleware(AccessLog, path=config.access_log)] if config.access_log else [],
+        middleware=middleware,
     )
     app.state.store = store
     app.state.services = services

@@ -26,7 +26,13 @@ class ServerConfig:
     require_token: bool = False
     max_body_bytes: int = 256 * 1024
     idempotency_retention_seconds: float = 24 * 3600.0
+    # how long a request holds its Idempotency-Key: a request is answered well within it (the
+    # MCP server's upstream timeout is 10 s); a claim whose holder died lapses after it
+    idempotency_lease_seconds: float = 15.0
     access_log: Path | None = None
+    # Host (and Origin) values answered besides loopback, e.g. the name behind a reverse proxy
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
 
     @property
     def base_url(self) -> str:

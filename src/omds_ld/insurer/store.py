@@ -1,8 +1,16 @@
-"""The embedded store: business cases, offers and idempotency records in one SQLite file (WAL)."""
+"""The embedded store: business cases, offers and idempotency records in one SQLite file (WAL).
+
+A write and everything it answers commit together (``Store.unit``): the changed case, the
+encoded answer and the idempotency record are one transaction, so a write is answered 2xx exactly
+when it is committed, and a crash leaves either all of it or none. An idempotency claim is a lease
+with a token: a claim whose holder died lapses after the lease, and only the current holder can
+complete it.
+"""
 
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import threading
 import time
@@ -34,6 +42,8 @@ CREATE TABLE IF NOT EXISTS idempotency (
     PRIMARY KEY (insurer, broker, key)
 );
 """
+# columns added since the first release; a store from before gets them when it is opened
+_ADDED_COLUMNS = {"idempotency": {"token": "TEXT", "lease_until": "REAL"}}
 
 
 @dataclass(frozen=True)
@@ -71,9 +81,22 @@ class Replay:
     status: int
     headers: Mapping[str, str]
     body: bytes
+    created: float = 0.0
 
 
-IdempotencyState = Literal["new", "in-progress", "mismatch"]
+@dataclass(frozen=True)
+class Claim:
+    """This request holds the key until ``lease_until``; ``token`` proves it when completing."""
+
+    token: str
+    lease_until: float
+
+
+IdempotencyState = Literal["in-progress", "mismatch"]
+
+
+class ClaimLost(Exception):
+    """The request's idempotency lease lapsed and another request took the key over."""
 
 
 class EditConflict(Exception):
@@ -86,21 +109,51 @@ class Store:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._unit = threading.local()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
+        # a committed write survives a crash of the process (NORMAL in WAL mode may lose the
+        # last transactions on a power loss, never on a crash of the process alone)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
+        for table, columns in _ADDED_COLUMNS.items():
+            present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for name, kind in columns.items():
+                if name not in present:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     @contextmanager
+    def unit(self) -> Iterator[None]:
+        """One transaction for everything in the block: committed if the block ends normally,
+        rolled back (nothing changed) if it raises. The store's own writes inside it join it."""
+        with self._lock:
+            if getattr(self._unit, "active", False):
+                yield
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            self._unit.active = True
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            finally:
+                self._unit.active = False
+            self._db.execute("COMMIT")
+
+    @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            if getattr(self._unit, "active", False):  # part of the unit around it
+                yield self._db
+                return
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -215,14 +268,26 @@ class Store:
     # idempotency records
 
     def begin_idempotent(
-        self, insurer: str, broker: str, key: str, fingerprint: str, retention_seconds: float
-    ) -> IdempotencyState | Replay:
-        """Claim a key for a request, or say why not: a replay, in progress, or another request."""
+        self,
+        insurer: str,
+        broker: str,
+        key: str,
+        fingerprint: str,
+        retention_seconds: float,
+        lease_seconds: float,
+    ) -> Claim | IdempotencyState | Replay:
+        """Claim a key for a request (a lease), or say why not: a replay of the committed
+        answer, another request holding the lease, or another request that used the key.
+
+        A claim whose lease lapsed was never completed (completing commits with the write), so
+        nothing was done under it: the key is free again, for any body."""
         now = time.time()
+        claim = Claim(secrets.token_hex(8), now + lease_seconds)
         with self._transaction() as db:
             db.execute(
-                "DELETE FROM idempotency WHERE insurer=? AND broker=? AND key=? AND created<?",
-                (insurer, broker, key, now - retention_seconds),
+                "DELETE FROM idempotency WHERE insurer=? AND broker=? AND key=? AND ("
+                "created<? OR (state='in-progress' AND COALESCE(lease_until, 0)<?))",
+                (insurer, broker, key, now - retention_seconds, now),
             )
             row = db.execute(
                 "SELECT * FROM idempotency WHERE insurer=? AND broker=? AND key=?",
@@ -230,16 +295,20 @@ class Store:
             ).fetchone()
             if row is None:
                 db.execute(
-                    "INSERT INTO idempotency VALUES (?,?,?,?,?,?,?,?,?)",
-                    (insurer, broker, key, fingerprint, "in-progress", None, None, None, now),
+                    "INSERT INTO idempotency (insurer, broker, key, fingerprint, state, created, "
+                    "token, lease_until) VALUES (?,?,?,?,'in-progress',?,?,?)",
+                    (insurer, broker, key, fingerprint, now, claim.token, claim.lease_until),
                 )
-                return "new"
+                return claim
         if row["fingerprint"] != fingerprint:
             return "mismatch"
         if row["state"] == "in-progress":
             return "in-progress"
         return Replay(
-            status=int(row["status"]), headers=json.loads(row["headers"]), body=bytes(row["body"])
+            status=int(row["status"]),
+            headers=json.loads(row["headers"]),
+            body=bytes(row["body"]),
+            created=float(row["created"]),
         )
 
     def complete_idempotent(
@@ -247,23 +316,30 @@ class Store:
         insurer: str,
         broker: str,
         key: str,
+        claim: Claim,
         status: int,
         headers: Mapping[str, str],
         body: bytes,
     ) -> None:
+        """Store the answer under the key; raises ClaimLost if the lease went to another request
+        (inside a unit, that rolls the write back: it is done once, by the lease's holder)."""
         with self._transaction() as db:
-            db.execute(
-                "UPDATE idempotency SET state='done', status=?, headers=?, body=? "
-                "WHERE insurer=? AND broker=? AND key=?",
-                (status, json.dumps(dict(headers)), body, insurer, broker, key),
+            cursor = db.execute(
+                "UPDATE idempotency SET state='done', status=?, headers=?, body=?, "
+                "lease_until=NULL WHERE insurer=? AND broker=? AND key=? AND token=? "
+                "AND state='in-progress'",
+                (status, json.dumps(dict(headers)), body, insurer, broker, key, claim.token),
             )
+            if cursor.rowcount != 1:
+                raise ClaimLost(key)
 
-    def release_idempotent(self, insurer: str, broker: str, key: str) -> None:
+    def release_idempotent(self, insurer: str, broker: str, key: str, claim: Claim) -> None:
         """Forget a claimed key whose request was rejected, so the key may be used again."""
         with self._transaction() as db:
             db.execute(
-                "DELETE FROM idempotency WHERE insurer=? AND broker=? AND key=? AND state='in-progress'",
-                (insurer, broker, key),
+                "DELETE FROM idempotency WHERE insurer=? AND broker=? AND key=? AND token=? "
+                "AND state='in-progress'",
+                (insurer, broker, key, claim.token),
             )
 
     def purge_idempotent(self, retention_seconds: float) -> int:

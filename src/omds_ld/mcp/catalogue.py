@@ -82,16 +82,11 @@ def input_schema(operation: Operation) -> dict[str, Any]:
     if operation.takes_idempotency_key:
         properties["idempotencyKey"] = {
             "type": "string",
-            "minLength": 1,
             "maxLength": 255,
             "pattern": "^[!-~]+$",
-            "description": "a retry with the same key acts once and replays the first answer",
+            "description": "a retry with the same key acts once",
         }
-    properties["full"] = {
-        "type": "boolean",
-        "default": False,
-        "description": "also return the insurer's whole JSON-LD answer",
-    }
+    properties["full"] = {"type": "boolean", "description": "add the insurer's whole JSON-LD"}
     schema: dict[str, Any] = {
         "type": "object",
         "properties": properties,

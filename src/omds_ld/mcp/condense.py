@@ -69,7 +69,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["operation", "insurer", "nextSteps", "provenance"],
     "properties": {
-        name: STRUCTURED_SCHEMA["properties"][name]
+        name: {"type": STRUCTURED_SCHEMA["properties"][name]["type"]}
         for name in ("operation", "insurer", "nextSteps", "provenance")
     },
 }

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+from omds_ld.hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
+
 DEFAULT_MCP_PORT = 9093
 
 

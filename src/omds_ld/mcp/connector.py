@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
 import weakref
-from collections.abc import Collection
+from collections.abc import Collection, Coroutine
 from typing import Any
 
 import mcp_types as types
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.session import ServerSession
 
 from omds_ld import __version__
 from omds_ld.mcp.catalogue import ToolSpec, by_name, tools
@@ -69,6 +70,7 @@ class Connector:
         request_log: RequestLog,
         refresh_seconds: float = 60.0,
         disabled_tools: Collection[str] = (),
+        lease_seconds: float = 15.0,
     ) -> None:
         unknown = sorted(set(disabled_tools) - set(norm.operations))
         if unknown:
@@ -80,13 +82,22 @@ class Connector:
         self.instance = instance
         self.upstream = upstream
         self.executor = Executor(
-            norm=norm, instance=instance, upstream=upstream, state=state, request_log=request_log
+            norm=norm,
+            instance=instance,
+            upstream=upstream,
+            state=state,
+            request_log=request_log,
+            lease_seconds=lease_seconds,
         )
         self.refresh_seconds = refresh_seconds
         self.draft_at_server: bool | None = None
+        self.unread_because: str | None = None  # why the process knowledge is not known yet
         self._checked_at = 0.0
-        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
-        self._connection_keys: weakref.WeakKeyDictionary[ServerSession, str] = (
+        self._learning: asyncio.Task[None] | None = None
+        self._refreshing: asyncio.Task[None] | None = None
+        # the SDK builds a ServerSession per request; what lasts is the client's Connection
+        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._connection_keys: weakref.WeakKeyDictionary[Connection, str] = (
             weakref.WeakKeyDictionary()
         )
         # built once: the tools for an insurer with and without the draft at the server
@@ -109,7 +120,9 @@ class Connector:
 
     @property
     def specs(self) -> dict[str, ToolSpec]:
-        return self._specs[bool(self.draft_at_server)]
+        # until the process knowledge is known, every tool of the norm: a failed read says
+        # nothing about the draft, and a tool listed too many is refused as temporary
+        return self._specs[self.draft_at_server is not False]
 
     async def refresh(self, force: bool = False) -> bool:
         """Read the process knowledge again if it is due; whether the tool list changed."""
@@ -120,25 +133,70 @@ class Connector:
         try:
             answer = await self.upstream.send(operation, {}, {}, None, None, revalidate=True)
         except InsurerUnavailable as failure:
-            log.warning("%s: process knowledge not read: %s", self.instance.name, failure.detail)
-            return False
+            return self._not_read(failure.detail)
         except StateUnavailable as failure:
-            log.warning("%s: process knowledge not read: %s", self.instance.name, failure)
-            return False
+            return self._not_read(str(failure))
         if answer.status != 200 or not isinstance(answer.body, dict):
-            return False
+            # a refusal (401, say) is an answer: calls go on and get the insurer's own problem
+            return self._not_read(f"the insurer answered {answer.status}", answer.status < 500)
         draft = bool(answer.body.get("pk:draftAtServer"))
-        changed = self.draft_at_server is not None and draft != self.draft_at_server
+        changed = draft != (self.draft_at_server is not False)
         self.draft_at_server = draft
+        self.unread_because = None
         if changed:
             log.info("%s: draft at the server is now %s", self.instance.name, draft)
             await self._announce_tool_change()
         return changed
 
-    async def _announce_tool_change(self) -> None:
-        for session in list(self._sessions):
+    def _not_read(self, reason: str, reached: bool = False) -> bool:
+        log.warning("%s: process knowledge not read: %s", self.instance.name, reason)
+        if self.draft_at_server is None:
+            self.unread_because = None if reached else reason
+        return False
+
+    def learn_in_background(self) -> None:
+        """Until the process knowledge is known, ask for it again every few seconds (then the
+        tool list may change, and the sessions are told)."""
+        if self.draft_at_server is not None or self._learning is not None:
+            return
+
+        async def learn() -> None:
+            delay = 1.0
             try:
-                await session.send_tool_list_changed()
+                while self.draft_at_server is None:
+                    await asyncio.sleep(delay)
+                    await self.refresh(force=True)
+                    delay = min(delay * 2, 30.0)
+            finally:
+                self._learning = None
+
+        self._learning = _background(learn(), f"{self.instance.name}: learning")
+
+    def stop(self) -> None:
+        """Stop asking the insurer in the background (the server is shutting down)."""
+        for task in (self._learning, self._refreshing):
+            if task is not None:
+                task.cancel()
+
+    def _refresh_in_background(self) -> None:
+        """A due re-read of the process knowledge, without making a call wait for it."""
+        if self._refreshing is not None:
+            return
+        if time.monotonic() - self._checked_at < self.refresh_seconds:
+            return
+
+        async def again() -> None:
+            try:
+                await self.refresh()
+            finally:
+                self._refreshing = None
+
+        self._refreshing = _background(again(), f"{self.instance.name}: refresh")
+
+    async def _announce_tool_change(self) -> None:
+        for connection in list(self._connections):
+            try:
+                await connection.send_tool_list_changed()
             except Exception as error:  # a closed session cannot be told anything
                 log.debug("tool list change not sent: %r", error)
 
@@ -147,7 +205,7 @@ class Connector:
         return None if spec is None else dict(spec.input_schema)
 
     def tool_list(self) -> list[types.Tool]:
-        return list(self._tools[bool(self.draft_at_server)])
+        return list(self._tools[self.draft_at_server is not False])
 
     @staticmethod
     def _describe(specs: dict[str, ToolSpec]) -> list[types.Tool]:
@@ -169,42 +227,82 @@ class Connector:
         ]
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
-        session = getattr(ctx, "session", None)
-        if isinstance(session, ServerSession):
-            self._sessions.add(session)
+        connection = _connection(ctx)
+        if connection is not None:
+            self._connections.add(connection)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember(ctx)
         await self.refresh(force=self.draft_at_server is None)
+        self.learn_in_background()
         return types.ListToolsResult(tools=self.tool_list())
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         self._remember(ctx)
-        await self.refresh(force=self.draft_at_server is None)
+        session = _session_id(ctx) or self._stdio_session(ctx)
+        if self.draft_at_server is None:
+            await self.refresh(force=True)  # the call's one wait for the insurer
+            if self.draft_at_server is None and self.unread_because is not None:
+                self.learn_in_background()
+                return await self.executor.unavailable(
+                    params.name, self.unread_because or "not reached yet", session
+                )
+        else:
+            self._refresh_in_background()
         specs = self.specs
         spec = specs.get(params.name)
-        session = _session_id(ctx) or self._stdio_session(ctx)
         if spec is None:
             return await self.executor.unknown_tool(
                 params.name, sorted(specs), session, switched_off=params.name in self.disabled
             )
         return await self.executor.call(spec, params.arguments, session, offered=specs.keys())
 
+    async def refuse_hostile(
+        self, name: str, arguments: dict[str, Any], session: str | None
+    ) -> types.CallToolResult:
+        """The tool error for a call whose arguments no request may carry (the HTTP endpoint
+        answers it before the SDK parses the message)."""
+        spec = self.specs.get(name)
+        if spec is None:
+            return await self.executor.unknown_tool(
+                name, sorted(self.specs), session, switched_off=name in self.disabled
+            )
+        return await self.executor.call(spec, arguments, session, offered=self.specs.keys())
+
     def _stdio_session(self, ctx: ServerRequestContext[Any]) -> str | None:
         """Without HTTP, the connection is the session (stdio serves one client)."""
         if getattr(ctx, "request", None) is not None:
             return None  # HTTP without a session id: the sessionless era, nothing to remember
-        session = getattr(ctx, "session", None)
-        if not isinstance(session, ServerSession):
+        connection = _connection(ctx)
+        if connection is None:
             return None
-        key = self._connection_keys.get(session)
+        key = self._connection_keys.get(connection)
         if key is None:
-            key = self._connection_keys[session] = f"connection-{uuid.uuid4().hex}"
+            key = self._connection_keys[connection] = f"connection-{uuid.uuid4().hex}"
         return key
+
+
+def _connection(ctx: ServerRequestContext[Any]) -> Connection | None:
+    """The client's connection behind a request (the SDK keeps it on the per-request session;
+    it has no public accessor on the low-level context yet)."""
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    return connection if isinstance(connection, Connection) else None
+
+
+def _background(work: Coroutine[Any, Any, None], what: str) -> asyncio.Task[None]:
+    """A task of the connector's own; a failure of it is logged, never lost."""
+    task = asyncio.get_running_loop().create_task(work)
+
+    def done(finished: asyncio.Task[None]) -> None:
+        if not finished.cancelled() and finished.exception() is not None:
+            log.error("%s failed", what, exc_info=finished.exception())
+
+    task.add_done_callback(done)
+    return task
 
 
 def _session_id(ctx: ServerRequestContext[Any]) -> str | None:

@@ -22,7 +22,7 @@ from omds_ld.mcp.requestlog import RequestLog, field_names
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import Upstream
-from omds_ld.norm import Norm
+from omds_ld.norm import Norm, hygiene
 from omds_ld.norm.jsonld import CONTEXT_URL
 from omds_ld.norm.schemas import SchemaValidator
 
@@ -32,8 +32,7 @@ MAX_STRING = 4000
 MAX_SESSIONS_REMEMBERED = 10_000
 MAX_CASES_REMEMBERED = 20  # per session: what an error for an unknown case lists
 IDEMPOTENCY_TTL = 24 * 3600.0
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 # What a problem means for the caller, by HTTP status: the kinds of error a tool can return.
 KINDS = {400: "invalid input", 401: "unauthorized", 403: "unauthorized", 404: "not found",
@@ -72,20 +71,17 @@ class Instance:
     language: str
 
 
-def _sanitize(value: Any, pointer: str, errors: list[dict[str, str]]) -> Any:
-    """Strings without control characters (tab and newline stay) and within their size."""
+def _too_long(value: Any, pointer: str, errors: list[dict[str, str]]) -> None:
+    """Strings within their size (the schemas bound most; this bounds every one)."""
     if isinstance(value, str):
         if len(value) > MAX_STRING:
             errors.append({"pointer": pointer, "detail": f"longer than {MAX_STRING} characters"})
-        return _CONTROL.sub("", value)
-    if isinstance(value, dict):
-        return {
-            _CONTROL.sub("", str(k)): _sanitize(v, f"{pointer}/{k}", errors)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_sanitize(v, f"{pointer}/{i}", errors) for i, v in enumerate(value)]
-    return value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _too_long(item, f"{pointer}/{key}", errors)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _too_long(item, f"{pointer}/{index}", errors)
 
 
 class Executor:
@@ -99,12 +95,17 @@ class Executor:
         upstream: Upstream,
         state: StateStore,
         request_log: RequestLog,
+        lease_seconds: float = 15.0,
     ) -> None:
         self.norm = norm
         self.instance = instance
         self.upstream = upstream
         self.state = state
         self.request_log = request_log
+        # how long a call holds its idempotency key: a few seconds past the insurer's timeout;
+        # a claim whose holder died lapses after it, and a retry asks the insurer again with
+        # the same key (the insurer acts once per key)
+        self.lease_seconds = lease_seconds
         self._validators: dict[str, SchemaValidator] = {}
         # what each session was shown: shapes (named, not repeated) and business cases (listed
         # when the session names a case the insurer does not know)
@@ -143,7 +144,7 @@ class Executor:
             p.name: str(arguments[p.name])
             for p in spec.operation.path_parameters
             if arguments and isinstance(arguments.get(p.name), str | int)
-            and _IDENTIFIER.match(str(arguments[p.name]))
+            and _IDENTIFIER.fullmatch(str(arguments[p.name]))
         }  # fmt: skip
         same: dict[str, Any] = {
             "bc:operation": spec.name,
@@ -158,10 +159,23 @@ class Executor:
 
     def prepare(self, spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Sanitize, complete the body, validate against the tool's schema: or refuse."""
-        errors: list[dict[str, str]] = []
-        clean: dict[str, Any] = _sanitize(dict(arguments or {}), "", errors)
-        if errors:
-            raise Refusal(self._problem("invalid-body", "a string is too long", errors))
+        clean: dict[str, Any] = dict(arguments or {})
+        # values no request may carry are refused, never cleaned (hygiene checks depth first,
+        # so nothing below walks a hostile nesting)
+        hostile = [{"pointer": v.pointer, "detail": v.detail} for v in hygiene.violations(clean)]
+        if not hostile:
+            _too_long(clean, "", hostile)
+        if hostile:
+            in_body = any(f["pointer"].startswith("/body") for f in hostile)
+            raise Refusal(
+                self._problem(
+                    "invalid-body" if in_body else "invalid-parameter",
+                    f"the arguments of {spec.name} carry a value no request may carry; the "
+                    "insurer was not called",
+                    hostile,
+                    **{"bc:nextStep": self._entry_steps(spec, clean)},
+                )
+            )
         body = clean.get("body")
         if isinstance(body, dict) and spec.operation.request_schema is not None:
             body = dict(body)
@@ -256,7 +270,7 @@ class Executor:
         log: dict[str, Any] = {
             "time": provenance["time"],
             "insurer": self.instance.name,
-            "session": session,
+            "session": session_ref(session),
             "tool": spec.name,
             **field_names(arguments or {}),
         }
@@ -343,11 +357,34 @@ class Executor:
             {"bc:operation": "listProducts", "bc:target": f"{self.upstream.api_url}/products"}
         ]
         self.request_log.write(
-            {"time": provenance["time"], "insurer": self.instance.name, "session": session,
+            {"time": provenance["time"], "insurer": self.instance.name,
+             "session": session_ref(session),
              "tool": name, "outcome": "refused", "status": problem["status"],
              "problem": problem["type"], "durationMs": 0.0, "provenance": provenance}
         )  # fmt: skip
         return _tool_result(self._refused(name, problem, provenance, known), error=True)
+
+    async def unavailable(
+        self, name: str, reason: str, session: str | None
+    ) -> types.CallToolResult:
+        """A call while the insurer's process knowledge is not known: temporary, nothing asked."""
+        provenance = self._provenance(name, self.upstream.api_url)
+        problem = self._problem(
+            "service-unavailable",
+            f"{self.instance.display_name} has not been reached yet ({reason}); the MCP server "
+            "keeps asking: retry shortly",
+            **{"bc:nextStep": [
+                {"bc:operation": "readProcessKnowledge",
+                 "bc:target": f"{self.upstream.api_url}/process-knowledge"}
+            ]},
+        )  # fmt: skip
+        self.request_log.write(
+            {"time": provenance["time"], "insurer": self.instance.name,
+             "session": session_ref(session),
+             "tool": name, "outcome": "temporary", "status": problem["status"],
+             "problem": problem["type"], "durationMs": 0.0, "provenance": provenance}
+        )  # fmt: skip
+        return _tool_result(self._refused(name, problem, provenance), error=True)
 
     def _refused(
         self,
@@ -497,7 +534,7 @@ class Executor:
     ) -> dict[str, Any] | None:
         """Claim the key for this call (None), or the record of the first call to replay."""
         claim = json.dumps({"fingerprint": fingerprint, "state": "in-progress"}).encode()
-        if await self.state.add(record_key, claim, IDEMPOTENCY_TTL):
+        if await self.state.add(record_key, claim, self.lease_seconds):
             return None
         raw = await self.state.get(record_key)
         record: dict[str, Any] = json.loads(raw) if raw else {}
@@ -528,6 +565,13 @@ def _log_scope(log: dict[str, Any], condensed: Condensed) -> None:
     else:
         log["hits"] = 1
     log["nextSteps"] = len(data.get("nextSteps", []))
+
+
+def session_ref(session: str | None) -> str | None:
+    """How the request log names a session: a hash, never the id a caller could use."""
+    if session is None:
+        return None
+    return hashlib.sha256(session.encode()).hexdigest()[:16]
 
 
 def _iso(epoch: float) -> str:

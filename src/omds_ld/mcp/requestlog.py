@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 log = logging.getLogger("omds_ld.requests")
+MAX_LINE = 8 * 1024
 
 
 class RequestLog:
@@ -27,7 +28,11 @@ class RequestLog:
             self._out = path.open("a", encoding="utf-8")
 
     def write(self, entry: Mapping[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=str)
+        # ASCII: a name a caller sent (a lone surrogate, say) cannot break the line
+        line = json.dumps(entry, separators=(",", ":"), default=str)
+        if len(line) > MAX_LINE:  # names only, so never in practice: but no call floods the log
+            cut = {k: entry.get(k) for k in ("time", "insurer", "tool", "outcome", "status")}
+            line = json.dumps({**cut, "cut": len(line)}, ensure_ascii=False, default=str)
         if self._out is None:
             log.info(line)
             return

@@ -11,12 +11,13 @@ from typing import Any
 import httpx
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Receive, Scope, Send
 
+from omds_ld.hosts import Allowlist
 from omds_ld.mcp.config import HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.connector import Connector
 from omds_ld.mcp.executor import Instance
@@ -24,10 +25,12 @@ from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import Transport
 from omds_ld.mcp.upstream import Upstream
-from omds_ld.norm import Norm
+from omds_ld.norm import Norm, hygiene
 from omds_ld.process import freeze_startup_heap
 
 SESSION_HEADER = "mcp-session-id"
+# how long an idempotency claim outlives the insurer's timeout (a crashed call's key is free then)
+LEASE_MARGIN = 2.0
 log = logging.getLogger("omds_ld.mcp")
 
 
@@ -65,6 +68,8 @@ def _connector(
         request_log=request_log,
         refresh_seconds=config.refresh_seconds,
         disabled_tools=instance.disabled_tools,
+        # a call waits at most one timeout for the insurer; its idempotency claim a little longer
+        lease_seconds=config.timeout_seconds + LEASE_MARGIN,
     )
 
 
@@ -74,10 +79,14 @@ def http_client(config: McpConfig) -> httpx.AsyncClient:
 
 
 async def _refuse(
-    send: Send, status: int, message: str, headers: Mapping[str, str] | None = None
+    send: Send,
+    status: int,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+    code: int = -32000,
 ) -> None:
     body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
     ).encode()
     raw_headers = [
         (b"content-type", b"application/json"),
@@ -88,12 +97,50 @@ async def _refuse(
     await send({"type": "http.response.body", "body": body})
 
 
+async def _read_all(receive: Receive, limit: int) -> bytes | None:
+    """The request's body, or None if it is larger than ``limit``."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the buffered body once, then whatever the client sends next."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 class SessionBinding:
-    """In front of one connector's endpoint: Host and Origin checked, sessions kept to their owner.
+    """In front of one connector's endpoint: Host and Origin checked, sessions kept to their owner,
+    hostile tool calls answered before the SDK parses them.
 
     A session opened here is bound to this connector for ``ttl`` seconds after its last request.
     Used at another connector's address it is refused with the name of its owner; after the
     binding lapses the session is unknown (404).
+
+    A tools/call whose arguments no request may carry (a lone surrogate, a control character,
+    nesting too deep: ``omds_ld.norm.hygiene``) gets the connector's tool error for it here, the
+    same in both protocol eras: the SDK's parsers would refuse some of it as a protocol error in
+    one era and not in the other.
     """
 
     def __init__(
@@ -102,31 +149,28 @@ class SessionBinding:
         app: Callable[[Scope, Receive, Send], Any],
         bindings: StateStore,
         http: HttpConfig,
+        connector: Connector | None = None,
     ) -> None:
         self.name = name
         self.app = app
         self.bindings = bindings
         self.http = http
-        self.security = TransportSecurityMiddleware(
-            TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=http.hosts,
-                allowed_origins=http.origins,
-            )
-        )
+        self.connector = connector
+        self.allowlist = Allowlist(http.hosts, http.origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        refused = await self.security.validate_request(request)
-        if refused is not None:
-            reason = bytes(refused.body).decode()
+        if not self.allowlist.allows_host(request.headers.get("host")):
             await _refuse(
-                send,
-                refused.status_code,
-                f"{reason}; this endpoint accepts only allowed hosts and origins",
+                send, 421, "Invalid Host header; this endpoint accepts only allowed hosts"
+            )
+            return
+        if not self.allowlist.allows_origin(request.headers.get("origin")):
+            await _refuse(
+                send, 403, "Invalid Origin header; this endpoint accepts only allowed origins"
             )
             return
         session = request.headers.get(SESSION_HEADER)
@@ -160,6 +204,15 @@ class SessionBinding:
                 with contextlib.suppress(StateUnavailable):  # it lapses on its own
                     await self.bindings.delete(key)
 
+        if request.method == "POST" and self.connector is not None:
+            body = await _read_all(receive, self.http.max_body_bytes)
+            if body is None:
+                await _refuse(send, 413, "Request body too large")
+                return
+            if await self._answer_hostile(body, session, send):
+                return
+            receive = _replaying(body, receive)
+
         async def bind(message: Message) -> None:
             if message["type"] == "http.response.start" and not session:
                 for header, value in message.get("headers", []):
@@ -173,6 +226,50 @@ class SessionBinding:
             await send(message)
 
         await self.app(scope, receive, bind)
+
+    async def _answer_hostile(self, body: bytes, session: str | None, send: Send) -> bool:
+        """Answer a tools/call with hostile arguments as the tool error it is; False otherwise."""
+        assert self.connector is not None
+        try:
+            message = json.loads(body)
+        except RecursionError:
+            await _refuse(
+                send,
+                400,
+                f"Parse error: nested deeper than {hygiene.MAX_DEPTH} levels",
+                code=-32700,
+            )
+            return True
+        except ValueError:
+            return False  # the SDK answers what is not JSON
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            return False
+        params = message.get("params")
+        if not isinstance(params, dict) or not hygiene.violations(params.get("arguments")):
+            return False
+        name = str(params.get("name", ""))
+        arguments = params.get("arguments")
+        result = await self.connector.refuse_hostile(
+            name, arguments if isinstance(arguments, dict) else {}, session
+        )
+        answer = {
+            "jsonrpc": "2.0",
+            "id": message.get("id"),
+            "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
+        }
+        encoded = json.dumps(answer).encode()  # ASCII: nothing the caller sent can break it
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(encoded)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": encoded})
+        return True
 
 
 class McpHosting:
@@ -203,7 +300,13 @@ class McpHosting:
         return [
             Route(
                 self.http.path(name),
-                SessionBinding(name, StreamableHTTPASGIApp(manager), self.state, self.http),
+                SessionBinding(
+                    name,
+                    StreamableHTTPASGIApp(manager),
+                    self.state,
+                    self.http,
+                    self.connectors[name],
+                ),
             )
             for name, manager in self.managers.items()
         ]
@@ -216,12 +319,15 @@ class McpHosting:
                 await stack.enter_async_context(manager.run())
             for connector in self.connectors.values():
                 await connector.refresh(force=True)
+                connector.learn_in_background()  # an insurer down at start is temporary
+                stack.callback(connector.stop)
             yield
 
 
 async def serve_stdio(connector: Connector) -> None:
     """One connector over stdio: stdout carries only the protocol, logs go to stderr."""
     await connector.refresh(force=True)
+    connector.learn_in_background()
     freeze_startup_heap()
     async with stdio_server() as (read_stream, write_stream):
         await connector.server.run(

@@ -46,8 +46,6 @@ class StateStore(Protocol):
 
     async def delete(self, key: str) -> None: ...
 
-    async def incr(self, key: str) -> int: ...
-
 
 class MemoryStateStore:
     """The state store of one process."""
@@ -101,12 +99,6 @@ class MemoryStateStore:
 
     async def delete(self, key: str) -> None:
         self._values.pop(key, None)
-
-    async def incr(self, key: str) -> int:
-        entry = self._live(key)
-        value = int(entry[0]) + 1 if entry else 1
-        self._values[key] = (str(value).encode(), entry[1] if entry else None)
-        return value
 
     def _sweep(self) -> None:
         now = self._clock()
@@ -196,9 +188,6 @@ class RedisStateStore:
 
     async def delete(self, key: str) -> None:
         await self._run(self.client.delete(self.prefix + key))
-
-    async def incr(self, key: str) -> int:
-        return int(await self._run(self.client.incr(self.prefix + key)))
 
 
 def _bytes(value: bytes | str | None) -> bytes | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,6 +15,9 @@ from opentelemetry.propagate import inject
 from omds_ld.mcp.state import StateStore
 from omds_ld.mcp.transport import RawAnswer, Transport
 from omds_ld.norm import Operation
+
+# the longest an answer is kept fresh, whatever the insurer's max-age says
+MAX_FRESH = 3600.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ class Upstream:
         }
         self.default_ttl = default_ttl
         self.revalidate_ttl = revalidate_ttl
+        # a generation outlives every entry read under the one before it, so that no entry
+        # from before a write is ever fresh again
+        self.generation_ttl = 2 * max(MAX_FRESH, revalidate_ttl)
 
     def url(
         self, operation: Operation, path_params: Mapping[str, str], query: Mapping[str, Any]
@@ -112,7 +119,11 @@ class Upstream:
                 content = json.dumps(body, ensure_ascii=False).encode()
                 headers["Content-Type"] = "application/ld+json"
             answer = await self.transport.request(operation.method, url, headers, content)
-            await self.state.incr(f"gen:{self.name}:{scope}")
+            # a new generation, never one used before: entries read before this write are stale
+            # (a counter could start again at 1 once its key expired, and revive old entries)
+            await self.state.set(
+                f"gen:{self.name}:{scope}", secrets.token_hex(8).encode(), self.generation_ttl
+            )
             replayed = answer.headers.get("idempotency-replayed", "").lower() == "true"
             return UpstreamResponse(
                 answer.status, _json(answer), url, operation.method, False, replayed=replayed
@@ -152,6 +163,8 @@ class Upstream:
         self, key: str, generation: str, answer: RawAnswer, content: bytes, etag: str | None
     ) -> None:
         fresh = _freshness(answer, self.default_ttl)
+        if fresh is not None:
+            fresh = min(fresh, MAX_FRESH)
         etag = answer.headers.get("etag") or etag
         if fresh is None or (fresh <= 0 and not etag):  # no-store, or nothing to revalidate by
             return

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from typing import Any
 
 import schemathesis
 
+IRI = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:[!-~]*")
 KNOWN = {
     "productId": ["kraftfahrt-2025", "kraftfahrt-2022", "home-2024", "motor-select-2024"],
     "shapeId": ["VehicleShape", "DwellingShape", "CalculationRequestShape"],
@@ -31,15 +33,21 @@ def map_path_parameters(ctx: Any, params: dict[str, Any] | None) -> dict[str, An
     return params
 
 
+def _valid_iri(value: Any) -> bool:
+    """Whether a generated value is a valid IRI by the schema: only those are swapped for the real
+    product, so a negative case (a value made invalid on purpose) stays invalid."""
+    return isinstance(value, str) and 0 < len(value) <= 2048 and bool(IRI.fullmatch(value))
+
+
 @schemathesis.hook
 def map_body(ctx: Any, body: Any) -> Any:
     # Half of the bodies name the insurer's real product, so stateful runs reach the draft.
     product = os.environ.get("OMDS_LD_PRODUCT")
     if not product or not isinstance(body, dict) or hash(repr(sorted(body))) % 2:
         return body
-    if "p:hasRootProduct" in body:
+    if _valid_iri(body.get("p:hasRootProduct")):
         body["p:hasRootProduct"] = product
     instance = body.get("p:instance")
-    if isinstance(instance, dict):
+    if isinstance(instance, dict) and _valid_iri(instance.get("p:instanceOf")):
         instance["p:instanceOf"] = product
     return body

@@ -30,3 +30,11 @@ def test_mcp_benchmark_compares_sizes_and_latency() -> None:
         assert heading in out
     assert "FastMCP" in out and "all flows" in out
     assert "sessionless" in out and "standalone" in out
+
+
+def test_load_benchmark_runs_whole_flows_in_both_eras() -> None:
+    out = run("load.py", "--agents", "6", "--abandoned", "20")
+    for arm in ("serve · session", "serve · sessionless", "standalone · session",
+                "standalone · sessionless"):  # fmt: skip
+        assert f"{arm}" in out and "6/6" in out.split(arm, 1)[1].splitlines()[0], out
+    assert "KiB each" in out

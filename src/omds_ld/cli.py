@@ -14,6 +14,7 @@ from typing import Any
 from omds_ld import __version__, logs
 from omds_ld.insurer.config import DEFAULT_PORT, ServerConfig, default_database
 from omds_ld.mcp.config import DEFAULT_MCP_PORT, HttpConfig, InstanceConfig, McpConfig, load_config
+from omds_ld.serving import Limits
 
 
 class LateApp:
@@ -33,12 +34,43 @@ def _http_settings(args: argparse.Namespace, port: int) -> HttpConfig:
         allowed_hosts=tuple(args.allowed_host or ()),
         allowed_origins=tuple(args.allowed_origin or ()),
         session_binding_seconds=args.session_minutes * 60,
+        max_sessions=args.max_sessions or HttpConfig.max_sessions,
+        max_sessions_per_client=args.max_sessions_per_client or HttpConfig.max_sessions_per_client,
+    )
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(read_seconds=args.request_read_seconds, max_connections=args.max_connections)
+
+
+def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
+    defaults = Limits()
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        help=f"open MCP sessions per insurer (default {HttpConfig.max_sessions})",
+    )
+    parser.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        help=f"open MCP sessions per client address (default {HttpConfig.max_sessions_per_client})",
+    )
+    parser.add_argument(
+        "--request-read-seconds",
+        type=float,
+        default=defaults.read_seconds,
+        help="a client must send each whole request (head and body) within this",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=defaults.max_connections,
+        help="open connections before new ones are answered 503",
     )
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
+    from omds_ld import serving
     from omds_ld.insurer.app import api_base, create_app
     from omds_ld.insurer.data import load_insurers
     from omds_ld.mcp.service import McpHosting, build_connectors
@@ -96,7 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
     for name in insurers:
         url = config.base_url + mcp_config.http.path(name)
         print(f"  claude mcp add --transport http {name} {url}", file=out)
-    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level)
+    serving.run(app, config.host, config.port, args.log_level, _limits(args))
     return 0
 
 
@@ -131,6 +163,8 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
         changes["timeout_seconds"] = args.timeout_seconds
     if args.redis:
         changes["redis_url"] = args.redis
+    if args.calls_per_minute is not None:
+        changes["calls_per_minute"] = args.calls_per_minute
 
     config = replace(config, **changes)  # type: ignore[arg-type]
     if args.http:
@@ -143,6 +177,10 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
         )
         if args.session_minutes is not None:
             http = replace(http, session_binding_seconds=args.session_minutes * 60)
+        if args.max_sessions:
+            http = replace(http, max_sessions=args.max_sessions)
+        if args.max_sessions_per_client:
+            http = replace(http, max_sessions_per_client=args.max_sessions_per_client)
         config = replace(config, http=http)
     return config
 
@@ -168,10 +206,10 @@ def _mcp(args: argparse.Namespace) -> int:
         asyncio.run(run_stdio())
         return 0
 
-    import uvicorn
     from starlette.applications import Starlette
     from starlette.routing import Route
 
+    from omds_ld import serving
     from omds_ld.mcp.service import McpHosting, healthz
     from omds_ld.process import freeze_startup_heap
 
@@ -193,7 +231,7 @@ def _mcp(args: argparse.Namespace) -> int:
             f"  claude mcp add --transport http {instance.name} {base}{config.http.path(instance.name)}",
             file=sys.stderr,
         )
-    uvicorn.run(app, host=config.http.host, port=config.http.port, log_level=args.log_level)
+    serving.run(app, config.http.host, config.http.port, args.log_level, _limits(args))
     return 0
 
 
@@ -332,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=15.0,
         help="how long a write holds its Idempotency-Key; a crashed write's key is free after it",
     )
+    _add_limit_flags(serve)
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(run=_serve)
 
@@ -373,6 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--redis",
         help="Redis URL for state shared by replicas (sessions, idempotency records, cache); "
         "default: in memory",
+    )
+    _add_limit_flags(mcp)
+    mcp.add_argument(
+        "--calls-per-minute",
+        type=float,
+        help="tool calls one caller may make a minute (bursts of 60); default: no limit",
     )
     mcp.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     mcp.set_defaults(run=_mcp)

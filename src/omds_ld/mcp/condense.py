@@ -686,7 +686,10 @@ def condense_problem(
         w.line(f"- {error.get('pointer') or '(body)'}: {error.get('detail')}", 1)
     if problem.get("known"):
         w.line("Known: " + ", ".join(str(k) for k in problem["known"]), 1)
-    w.line("Nothing was changed." if kind != "temporary" else "Temporary: retry later.")
+    if kind == "rate-limited":
+        w.line(f"Nothing was done: wait {problem.get('retryAfterSeconds', 1)} s, then retry.")
+    else:
+        w.line("Nothing was changed." if kind != "temporary" else "Temporary: retry later.")
     w.data["problem"] = {
         "type": problem.get("type"),
         "title": problem.get("title"),
@@ -694,6 +697,7 @@ def condense_problem(
         "detail": problem.get("detail"),
         "errors": errors,
         "known": problem.get("known"),
+        "retryAfterSeconds": problem.get("retryAfterSeconds"),
     }
     w.validation(problem.get("bc:validationReport"))
     shape_names = {s["@id"]: local(s["@id"]) for s in problem.get("bc:shape", [])}

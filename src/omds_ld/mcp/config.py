@@ -45,6 +45,10 @@ class HttpConfig:
     allowed_origins: tuple[str, ...] = ()
     session_binding_seconds: float = 30 * 60.0
     max_body_bytes: int = 1024 * 1024
+    # sessions (2025-11-25 era) one connector keeps open, in all and per client address: each
+    # costs memory until it lapses, so a client opening sessions in a loop is refused beyond
+    max_sessions: int = 1000
+    max_sessions_per_client: int = 100
 
     @property
     def hosts(self) -> list[str]:
@@ -71,6 +75,11 @@ class McpConfig:
     refresh_seconds: float = 60.0
     # Redis for state shared by replicas (sessions, idempotency records, cache); None: in memory
     redis_url: str | None = None
+    # tool calls one caller may make a minute (a token bucket, shared on Redis), and in a burst;
+    # 0: no limit. Off by default: until brokers authenticate, a caller is a client address,
+    # and behind a proxy (or on loopback) every broker has the same one
+    calls_per_minute: float = 0.0
+    call_burst: float = 60.0
 
     def with_http(self, **changes: Any) -> McpConfig:
         return replace(self, http=replace(self.http, **changes))
@@ -102,6 +111,8 @@ def load_config(path: Path) -> McpConfig:
         allowed_origins=tuple(http_raw.get("allowed_origins", ())),
         session_binding_seconds=float(http_raw.get("session_binding_minutes", 30)) * 60,
         max_body_bytes=int(http_raw.get("max_body_bytes", 1024 * 1024)),
+        max_sessions=int(http_raw.get("max_sessions", 1000)),
+        max_sessions_per_client=int(http_raw.get("max_sessions_per_client", 100)),
     )
     return McpConfig(
         instances=instances,
@@ -112,4 +123,6 @@ def load_config(path: Path) -> McpConfig:
         cache_ttl_seconds=float(raw.get("cache_ttl_seconds", 30)),
         refresh_seconds=float(raw.get("refresh_seconds", 60)),
         redis_url=raw.get("state", {}).get("redis"),
+        calls_per_minute=float(raw.get("calls_per_minute", 0)),
+        call_burst=float(raw.get("call_burst", 60)),
     )

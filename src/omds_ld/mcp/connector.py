@@ -71,6 +71,7 @@ class Connector:
         refresh_seconds: float = 60.0,
         disabled_tools: Collection[str] = (),
         lease_seconds: float = 15.0,
+        rate: tuple[float, float] | None = None,
     ) -> None:
         unknown = sorted(set(disabled_tools) - set(norm.operations))
         if unknown:
@@ -88,6 +89,7 @@ class Connector:
             state=state,
             request_log=request_log,
             lease_seconds=lease_seconds,
+            rate=rate,
         )
         self.refresh_seconds = refresh_seconds
         self.draft_at_server: bool | None = None
@@ -259,10 +261,12 @@ class Connector:
             return await self.executor.unknown_tool(
                 params.name, sorted(specs), session, switched_off=params.name in self.disabled
             )
-        return await self.executor.call(spec, params.arguments, session, offered=specs.keys())
+        return await self.executor.call(
+            spec, params.arguments, session, offered=specs.keys(), caller=_caller(ctx)
+        )
 
     async def refuse_hostile(
-        self, name: str, arguments: dict[str, Any], session: str | None
+        self, name: str, arguments: dict[str, Any], session: str | None, caller: str
     ) -> types.CallToolResult:
         """The tool error for a call whose arguments no request may carry (the HTTP endpoint
         answers it before the SDK parses the message)."""
@@ -271,7 +275,9 @@ class Connector:
             return await self.executor.unknown_tool(
                 name, sorted(self.specs), session, switched_off=name in self.disabled
             )
-        return await self.executor.call(spec, arguments, session, offered=self.specs.keys())
+        return await self.executor.call(
+            spec, arguments, session, offered=self.specs.keys(), caller=caller
+        )
 
     def _stdio_session(self, ctx: ServerRequestContext[Any]) -> str | None:
         """Without HTTP, the connection is the session (stdio serves one client)."""
@@ -284,6 +290,12 @@ class Connector:
         if key is None:
             key = self._connection_keys[connection] = f"connection-{uuid.uuid4().hex}"
         return key
+
+
+def _caller(ctx: ServerRequestContext[Any]) -> str:
+    """Who calls, for the rate limit: the HTTP client's address, or the one stdio client."""
+    client = getattr(getattr(ctx, "request", None), "client", None)
+    return str(getattr(client, "host", None) or "stdio")
 
 
 def _connection(ctx: ServerRequestContext[Any]) -> Connection | None:

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import math
 import re
 import time
 from collections import OrderedDict
@@ -37,7 +38,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 # What a problem means for the caller, by HTTP status: the kinds of error a tool can return.
 KINDS = {400: "invalid input", 401: "unauthorized", 403: "unauthorized", 404: "not found",
          405: "invalid input", 409: "conflict", 413: "invalid input", 415: "invalid input",
-         422: "invalid input"}  # fmt: skip
+         422: "invalid input", 429: "rate-limited"}  # fmt: skip
 
 
 def error_kind(status: int) -> str:
@@ -96,8 +97,11 @@ class Executor:
         state: StateStore,
         request_log: RequestLog,
         lease_seconds: float = 15.0,
+        rate: tuple[float, float] | None = None,
     ) -> None:
         self.norm = norm
+        # calls a second and the burst one caller may make; None: no limit
+        self.rate = rate
         self.instance = instance
         self.upstream = upstream
         self.state = state
@@ -156,6 +160,24 @@ class Executor:
         out = [same]
         out += [{"bc:operation": op, "bc:target": f"{base}/{path}"} for op, path in steps]
         return out
+
+    async def _within_rate(self, spec: ToolSpec, caller: str) -> None:
+        """A token per call from the caller's bucket (shared by replicas on Redis), or refuse."""
+        if self.rate is None:
+            return
+        per_second, burst = self.rate
+        wait = await self.state.take(f"rate:{self.instance.name}:{caller}", per_second, burst)
+        if wait > 0:
+            seconds = max(1, math.ceil(wait))
+            raise Refusal(
+                self._problem(
+                    "rate-limited",
+                    f"more calls than {round(per_second * 60)} a minute (bursts of {round(burst)}) "
+                    f"from this caller; wait {seconds} s, then retry",
+                    retryAfterSeconds=seconds,
+                    **{"bc:nextStep": self._entry_steps(spec)},
+                )
+            )
 
     def prepare(self, spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Sanitize, complete the body, validate against the tool's schema: or refuse."""
@@ -258,8 +280,12 @@ class Executor:
         arguments: Mapping[str, Any] | None,
         session: str | None,
         offered: Collection[str] | None = None,
+        caller: str = "local",
     ) -> types.CallToolResult:
         """One tool call, start to finish. Never raises: every failure is a tool error.
+
+        ``caller`` names who is calling for the rate limit (the client's address until brokers
+        authenticate; then the broker).
 
         ``offered`` names the tools the connector offers now: next steps to any other tool are
         left out of the answer (a step the caller cannot take is no step).
@@ -281,6 +307,7 @@ class Executor:
         problem: dict[str, Any] | None = None
         outcome = "refused"
         try:
+            await self._within_rate(spec, caller)
             clean = self.prepare(spec, arguments)
             await self.check_names(spec, clean)
             result = await self._call_insurer(spec, clean, provenance, log, offered)

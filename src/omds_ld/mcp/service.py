@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ from omds_ld.norm import Norm, hygiene
 from omds_ld.process import freeze_startup_heap
 
 SESSION_HEADER = "mcp-session-id"
+RATE_LIMITED = "https://w3id.org/omds-ld/problems/rate-limited"
 # how long an idempotency claim outlives the insurer's timeout (a crashed call's key is free then)
 LEASE_MARGIN = 2.0
 log = logging.getLogger("omds_ld.mcp")
@@ -70,6 +72,7 @@ def _connector(
         disabled_tools=instance.disabled_tools,
         # a call waits at most one timeout for the insurer; its idempotency claim a little longer
         lease_seconds=config.timeout_seconds + LEASE_MARGIN,
+        rate=(config.calls_per_minute / 60, config.call_burst) if config.calls_per_minute else None,
     )
 
 
@@ -157,6 +160,8 @@ class SessionBinding:
         self.http = http
         self.connector = connector
         self.allowlist = Allowlist(http.hosts, http.origins)
+        # the sessions opened here and not lapsed: id → (client address, last request)
+        self.open: dict[str, tuple[str, float]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -175,6 +180,13 @@ class SessionBinding:
             return
         session = request.headers.get(SESSION_HEADER)
         ttl = self.http.session_binding_seconds
+        client = request.client.host if request.client else "unknown"
+        if not session and request.method == "POST":
+            refused = self._session_cap(client)
+            if refused is not None:
+                status, message, wait = refused
+                await _refuse(send, status, message, {"Retry-After": str(wait)})
+                return
         if session:
             key = f"session:{session}"
             try:
@@ -201,15 +213,18 @@ class SessionBinding:
                 )
                 return
             if request.method == "DELETE":
+                self.open.pop(session, None)
                 with contextlib.suppress(StateUnavailable):  # it lapses on its own
                     await self.bindings.delete(key)
+            elif session in self.open:
+                self.open[session] = (self.open[session][0], time.monotonic())
 
         if request.method == "POST" and self.connector is not None:
             body = await _read_all(receive, self.http.max_body_bytes)
             if body is None:
                 await _refuse(send, 413, "Request body too large")
                 return
-            if await self._answer_hostile(body, session, send):
+            if await self._answer_hostile(body, session, client, send):
                 return
             receive = _replaying(body, receive)
 
@@ -217,6 +232,7 @@ class SessionBinding:
             if message["type"] == "http.response.start" and not session:
                 for header, value in message.get("headers", []):
                     if header.decode().lower() == SESSION_HEADER:
+                        self.open[value.decode()] = (client, time.monotonic())
                         try:
                             await self.bindings.set(
                                 f"session:{value.decode()}", self.name.encode(), ttl
@@ -227,7 +243,33 @@ class SessionBinding:
 
         await self.app(scope, receive, bind)
 
-    async def _answer_hostile(self, body: bytes, session: str | None, send: Send) -> bool:
+    def _session_cap(self, client: str) -> tuple[int, str, int] | None:
+        """Whether a new session may open: None, or the status, message and seconds to wait."""
+        now = time.monotonic()
+        ttl = self.http.session_binding_seconds
+        for lapsed in [s for s, (_, last) in self.open.items() if now - last > ttl]:
+            del self.open[lapsed]
+        if len(self.open) >= self.http.max_sessions:
+            oldest = min(last for _, last in self.open.values())
+            return (
+                503,
+                f"Too many open sessions ({len(self.open)}) at this connector; retry later "
+                f"({RATE_LIMITED})",
+                max(1, round(oldest + ttl - now)),
+            )
+        mine = [last for address, last in self.open.values() if address == client]
+        if len(mine) >= self.http.max_sessions_per_client:
+            return (
+                429,
+                f"Too many open sessions ({len(mine)}) from this client; close one (DELETE) or "
+                f"reuse it ({RATE_LIMITED})",
+                max(1, round(min(mine) + ttl - now)),
+            )
+        return None
+
+    async def _answer_hostile(
+        self, body: bytes, session: str | None, client: str, send: Send
+    ) -> bool:
         """Answer a tools/call with hostile arguments as the tool error it is; False otherwise."""
         assert self.connector is not None
         try:
@@ -250,7 +292,7 @@ class SessionBinding:
         name = str(params.get("name", ""))
         arguments = params.get("arguments")
         result = await self.connector.refuse_hostile(
-            name, arguments if isinstance(arguments, dict) else {}, session
+            name, arguments if isinstance(arguments, dict) else {}, session, client
         )
         answer = {
             "jsonrpc": "2.0",

@@ -46,6 +46,35 @@ class StateStore(Protocol):
 
     async def delete(self, key: str) -> None: ...
 
+    async def take(self, key: str, rate: float, burst: float) -> float:
+        """Take one token from the bucket ``key`` (``rate`` tokens a second, at most ``burst``):
+        0 if there was one, else the seconds until there is (and nothing was taken)."""
+        ...
+
+
+# A token bucket as one atomic step in Redis: tokens and the time they were counted, in a hash.
+_TAKE = """
+local rate, burst, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens, at = tonumber(state[1]) or burst, tonumber(state[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return tostring(wait)
+"""
+
+
+def take_from(
+    tokens: float, at: float, now: float, rate: float, burst: float
+) -> tuple[float, float]:
+    """The bucket after one take at ``now``: (tokens left, seconds to wait; 0 if taken)."""
+    tokens = min(burst, tokens + max(0.0, now - at) * rate)
+    if tokens >= 1:
+        return tokens - 1, 0.0
+    return tokens, (1 - tokens) / rate
+
 
 class MemoryStateStore:
     """The state store of one process."""
@@ -99,6 +128,14 @@ class MemoryStateStore:
 
     async def delete(self, key: str) -> None:
         self._values.pop(key, None)
+
+    async def take(self, key: str, rate: float, burst: float) -> float:
+        now = self._clock()
+        entry = self._live(key)
+        tokens, at = (float(v) for v in entry[0].split(b" ")) if entry else (burst, now)
+        left, wait = take_from(tokens, at, now, rate, burst)
+        self._values[key] = (f"{left} {now}".encode(), now + burst / rate + 1)
+        return wait
 
     def _sweep(self) -> None:
         now = self._clock()
@@ -188,6 +225,11 @@ class RedisStateStore:
 
     async def delete(self, key: str) -> None:
         await self._run(self.client.delete(self.prefix + key))
+
+    async def take(self, key: str, rate: float, burst: float) -> float:
+        now = time.time()  # replicas share the bucket: wall-clock time, not a process's own
+        command = self.client.eval(_TAKE, 1, self.prefix + key, rate, burst, now)
+        return float(await self._run(command))
 
 
 def _bytes(value: bytes | str | None) -> bytes | None:

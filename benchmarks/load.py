@@ -1,0 +1,183 @@
+"""Load: many agents at once doing whole flows, against ``serve`` and the standalone MCP server.
+
+Each agent is one official MCP client doing the seed's calculation at Pfefferminzia by next steps
+(listProducts → createCalculation → createRiskObject → calculatePremium), all agents at once, in
+both protocol eras (2025-11-25 with a session; 2026-07-28 sessionless). Prints per arm: success
+rate, flows/s, p50/p99 per flow and per call, and the server's resident memory before and after;
+then the memory an abandoned session costs (sessions opened with initialize and never used again).
+
+The load generator runs on the same machine as the servers (2 cores here): the figures compare
+arms of one run, not machines. Run: ``python benchmarks/load.py [--agents N] [--abandoned N]``.
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# This folder holds an mcp.py: it must not shadow the mcp package; the repository is needed.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks")]
+
+import httpx  # noqa: E402
+from mcp import Client  # noqa: E402
+
+from tests.insurer.test_flows import SKODA  # noqa: E402
+from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
+
+ERAS = {"session": "legacy", "sessionless": "2026-07-28"}
+
+
+def rss_kib(pid: int) -> int:
+    """The process's resident memory (KiB), from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _step(result: Any, tool: str) -> dict[str, Any]:
+    return next(s for s in result.structured_content["nextSteps"] if s["tool"] == tool)
+
+
+async def flow(url: str, mode: str, calls: list[float]) -> bool:
+    """One agent's whole calculation; whether it reached the premium."""
+
+    async def call(client: Client, step: dict[str, Any], body: Any = None) -> Any:
+        arguments = dict(step.get("arguments", {}))
+        if body is not None or step.get("body") is not None:
+            arguments["body"] = body if body is not None else step["body"]
+        started = time.perf_counter()
+        result = await client.call_tool(step["tool"], arguments)
+        calls.append(time.perf_counter() - started)
+        if result.is_error:
+            raise RuntimeError(result.content[0].text[:200])
+        return result
+
+    try:
+        async with Client(url, mode=mode) as client:
+            started = time.perf_counter()
+            products = await client.call_tool("listProducts", {})
+            calls.append(time.perf_counter() - started)
+            case = await call(client, _step(products, "createCalculation"))
+            case = await call(client, _step(case, "createRiskObject"), SKODA)
+            priced = await call(client, _step(case, "calculatePremium"))
+            return bool(priced.structured_content["premium"]["gross"] == 1684.88)
+    except Exception as error:
+        print(f"    a flow failed: {type(error).__name__}: {str(error)[:160]}")
+        return False
+
+
+async def arm(url: str, mode: str, agents: int) -> dict[str, Any]:
+    calls: list[float] = []
+    durations: list[float] = []
+
+    async def timed() -> bool:
+        started = time.perf_counter()
+        ok = await flow(url, mode, calls)
+        durations.append(time.perf_counter() - started)
+        return ok
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(timed() for _ in range(agents)))
+    seconds = time.perf_counter() - started
+    return {
+        "ok": sum(results),
+        "seconds": seconds,
+        "flows": durations,
+        "calls": calls,
+    }
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def abandoned_sessions(url: str, pid: int, count: int) -> tuple[float, int]:
+    """KiB of resident memory per abandoned 2025-11-25 session, and how many were opened."""
+    initialize = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "load", "version": "1"}},
+    }  # fmt: skip
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    with httpx.Client(timeout=10) as client:
+        for _ in range(20):  # warm up what the first sessions allocate once
+            client.post(url, json=initialize, headers=headers)
+        time.sleep(0.5)
+        before = rss_kib(pid)
+        opened = sum(
+            client.post(url, json=initialize, headers=headers).status_code == 200
+            for _ in range(count)
+        )
+        time.sleep(1.0)
+        after = rss_kib(pid)
+    return (after - before) / max(1, opened), opened
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, default=200, help="concurrent flows per arm")
+    parser.add_argument("--abandoned", type=int, default=500, help="sessions opened and left")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        limits = ["--max-connections", "4000", "--max-sessions", "5000",
+                  "--max-sessions-per-client", "5000"]  # fmt: skip
+        server = ExampleServer(
+            Path(folder) / "load.sqlite3",
+            extra_args=["--request-log", str(Path(folder) / "r.jsonl"), *limits],
+        )
+        server.start()
+        config = Path(folder) / "mcp.toml"
+        config.write_text(
+            f'request_log = "{Path(folder) / "standalone.jsonl"}"\n'
+            f'[[instance]]\nname = "pfefferminzia"\napi = "{server.api("pfefferminzia")}"\n'
+        )
+        standalone = McpServer(config, free_port(), limits)
+        standalone.start()
+        try:
+            targets = {
+                "serve": (server.mcp("pfefferminzia"), server.process),
+                "standalone": (standalone.mcp("pfefferminzia"), standalone.process),
+            }
+            # first, on fresh processes: memory the flows freed would be reused and hide it
+            print(f"abandoned sessions (2025-11-25: initialize, then nothing), {args.abandoned}:")
+            for target, (url, process) in targets.items():
+                assert process is not None
+                per_session, opened = abandoned_sessions(url, process.pid, args.abandoned)
+                print(f"  {target:<26} {per_session:>6.1f} KiB each ({opened} opened)")
+            print(f"{args.agents} concurrent agents, each a whole flow of 4 tool calls")
+            print(
+                f"  {'server · era':<26} {'ok':>9} {'flows/s':>8} {'flow p50':>9} {'flow p99':>9}"
+                f" {'call p50':>9} {'call p99':>9} {'RSS before':>11} {'after':>8}"
+            )
+            for target, (url, process) in targets.items():
+                assert process is not None
+                for era, mode in ERAS.items():
+                    before = rss_kib(process.pid)
+                    figures = asyncio.run(arm(url, mode, args.agents))
+                    after = rss_kib(process.pid)
+                    flows, calls = figures["flows"], figures["calls"]
+                    print(
+                        f"  {target + ' · ' + era:<26} {figures['ok']:>4}/{args.agents:<4}"
+                        f" {figures['ok'] / figures['seconds']:>8.1f}"
+                        f" {statistics.median(flows):>8.2f}s {quantile(flows, 0.99):>8.2f}s"
+                        f" {statistics.median(calls) * 1000:>7.0f}ms"
+                        f" {quantile(calls, 0.99) * 1000:>7.0f}ms"
+                        f" {before / 1024:>9.0f}MiB {after / 1024:>6.0f}MiB"
+                    )
+        finally:
+            standalone.stop()
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""How a server process listens: uvicorn with limits no slow or idle client can exhaust.
+
+uvicorn times out idle keep-alive connections, but not a client that sends a request slowly: one
+that trickles its headers (or never finishes its body) keeps its connection, and a thousand of
+them exhaust the file descriptors. So every request must be read completely within a deadline
+(``read_seconds``, head and body together), the connections are capped (beyond the cap new ones
+get 503 at once), and an idle keep-alive connection is closed after a few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+import uvicorn
+from starlette.types import ASGIApp
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+log = logging.getLogger("omds_ld.serving")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one listening process allows a client."""
+
+    read_seconds: float = 15.0  # to send one whole request, head and body
+    max_connections: int = 1000  # open connections (and requests in flight) before 503
+    keep_alive_seconds: float = 5.0  # an idle keep-alive connection is closed after this
+
+
+class DeadlineH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, with a deadline for reading each request (head and body)."""
+
+    read_seconds = Limits.read_seconds
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR):
+            self._disarm()  # the request is read: the application takes its time
+        elif self._deadline is None:
+            self._arm()  # the next request on this connection starts
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._disarm()  # the keep-alive timeout guards the idle connection until more data
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.read_seconds, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        log.info(
+            "%s: request not read within %s s; connection closed", self.client, self.read_seconds
+        )
+        if self.cycle is None or not self.cycle.response_started:
+            self.send_400_response(f"request not received within {self.read_seconds} s")
+        self.transport.close()
+
+
+def protocol(limits: Limits) -> type[DeadlineH11Protocol]:
+    """The protocol class with this process's read deadline."""
+    return type(
+        "ConfiguredH11Protocol", (DeadlineH11Protocol,), {"read_seconds": limits.read_seconds}
+    )
+
+
+def run(app: ASGIApp, host: str, port: int, log_level: str, limits: Limits = Limits()) -> None:
+    """Serve ``app`` until stopped, within ``limits``."""
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=protocol(limits),
+        limit_concurrency=limits.max_connections,
+        timeout_keep_alive=int(limits.keep_alive_seconds),
+    )

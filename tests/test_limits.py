@@ -1,0 +1,112 @@
+"""Bounded resources: slow and idle connections are cut, sessions are capped, callers are rate
+limited; every refusal says how long to wait."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from pathlib import Path
+
+import httpx
+from mcp import Client
+
+from tests.mcp.test_http import HEADERS, INITIALIZE
+from tests.servers import ExampleServer, McpServer, free_port
+
+
+def _closed(sock: socket.socket, within: float) -> float | None:
+    """Seconds until the server closed this connection, or None if it stayed open."""
+    sock.settimeout(within)
+    started = time.monotonic()
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return None
+    except OSError:
+        pass
+    return time.monotonic() - started
+
+
+def test_slow_and_silent_connections_are_cut_after_the_read_deadline(tmp_path: Path) -> None:
+    server = ExampleServer(tmp_path / "s.sqlite3", extra_args=["--request-read-seconds", "1"])
+    server.start()
+    try:
+        silent = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(200)]
+        slow = socket.create_connection(("127.0.0.1", server.port))
+        slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the rest
+        with httpx.Client() as client:  # meanwhile, a normal request is answered
+            assert client.get(server.url + "/healthz").status_code == 200
+        assert _closed(slow, within=10) is not None, "a slow request is cut"
+        assert all(_closed(s, within=10) is not None for s in silent), "silent ones too"
+        with httpx.Client() as client:
+            assert client.get(server.url + "/healthz").status_code == 200
+    finally:
+        for sock in [*silent, slow]:
+            sock.close()
+        server.stop()
+
+
+def _replica(tmp_path: Path, server: ExampleServer, settings: str) -> McpServer:
+    config = tmp_path / "mcp.toml"
+    config.write_text(
+        settings + f'\n[[instance]]\nname = "disrupto"\napi = "{server.api("disrupto")}"\n'
+    )
+    replica = McpServer(config, free_port())
+    replica.start()
+    return replica
+
+
+def test_sessions_are_capped_per_client_and_in_all(server: ExampleServer, tmp_path: Path) -> None:
+    per_client = _replica(
+        tmp_path, server, "[http]\nmax_sessions = 10\nmax_sessions_per_client = 3"
+    )
+    try:
+        url = per_client.mcp("disrupto")
+        with httpx.Client() as client:
+            opened = [client.post(url, json=INITIALIZE, headers=HEADERS) for _ in range(3)]
+            assert all(r.status_code == 200 for r in opened)
+            refused = client.post(url, json=INITIALIZE, headers=HEADERS)
+            assert refused.status_code == 429
+            assert int(refused.headers["Retry-After"]) >= 1
+            assert "rate-limited" in refused.json()["error"]["message"]
+            first = opened[0].headers["mcp-session-id"]
+            closed = client.delete(url, headers={**HEADERS, "Mcp-Session-Id": first})
+            assert closed.status_code in (200, 204)
+            again = client.post(url, json=INITIALIZE, headers=HEADERS)
+            assert again.status_code == 200, "a closed session frees its place"
+    finally:
+        per_client.stop()
+    in_all = _replica(tmp_path, server, "[http]\nmax_sessions = 2\nmax_sessions_per_client = 5")
+    try:
+        url = in_all.mcp("disrupto")
+        with httpx.Client() as client:
+            assert all(
+                client.post(url, json=INITIALIZE, headers=HEADERS).status_code == 200
+                for _ in range(2)
+            )
+            full = client.post(url, json=INITIALIZE, headers=HEADERS)
+            assert full.status_code == 503 and int(full.headers["Retry-After"]) >= 1
+    finally:
+        in_all.stop()
+
+
+def test_a_caller_over_its_rate_gets_a_tool_error_with_the_time_to_wait(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    replica = _replica(tmp_path, server, "calls_per_minute = 6\ncall_burst = 3")
+
+    async def run() -> list[object]:
+        async with Client(replica.mcp("disrupto"), mode="2026-07-28") as client:
+            return [await client.call_tool("listProducts", {}) for _ in range(4)]
+
+    try:
+        results = asyncio.run(run())
+    finally:
+        replica.stop()
+    assert [r.is_error for r in results] == [False, False, False, True]  # type: ignore[attr-defined]
+    problem = results[3].structured_content["problem"]  # type: ignore[attr-defined]
+    assert problem["type"].endswith("/rate-limited") and problem["kind"] == "rate-limited"
+    assert 1 <= problem["retryAfterSeconds"] <= 10
+    assert "wait" in results[3].content[0].text  # type: ignore[attr-defined]

@@ -48,6 +48,26 @@ PRODUCTS = {
 }
 
 
+def canonical_cost(answer: dict[str, Any]) -> tuple[float, float]:
+    """Microseconds to bring one answer into the canonical form: as it came (the fast path), and
+    the same answer in another equivalent form (expanded: full IRIs, the slow path)."""
+    from pyld import jsonld
+
+    from omds_ld.mcp.executor import ANSWER_TYPES
+    from omds_ld.norm.jsonld import canonical, document_loader
+
+    expanded = jsonld.expand(answer, {"documentLoader": document_loader})
+    figures = []
+    for form in (answer, expanded):
+        runs = []
+        for _ in range(20):
+            started = time.perf_counter()
+            canonical(form, ANSWER_TYPES)
+            runs.append((time.perf_counter() - started) * 1e6)
+        figures.append(statistics.median(runs))
+    return figures[0], figures[1]
+
+
 def tokens(text: str) -> int:
     return len(ENCODING.encode(text))
 
@@ -78,10 +98,12 @@ class Recorder:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
         self.peer_failures: list[str] = []
+        self.answers: list[tuple[str, dict[str, Any]]] = []  # the insurer's own JSON-LD
 
     def add(self, flow: str, tool: str, ours: Any, peer: Any) -> None:
         condensed = ours.content[0].text
         full = compact(ours.structured_content["full"])
+        self.answers.append((f"{flow} · {tool}", ours.structured_content["full"]))
         if peer.is_error:
             self.peer_failures.append(f"{flow} · {tool}: {peer.content[0].text[:160]}")
         peer_text = "".join(c.text for c in peer.content if getattr(c, "text", None))
@@ -363,6 +385,17 @@ async def measure(
         for i, arm in enumerate(ARMS)
         if arm != "FastMCP"
     }
+    print("reading answers as JSON-LD (canonical form), per answer of the flows (µs, median of 20)")
+    print(f"  {'flow · tool':<36} {'fast path':>10} {'slow path':>10}")
+    fast_total = slow_total = 0.0
+    for name, answer in record.answers:
+        fast, slow = canonical_cost(answer)
+        fast_total, slow_total = fast_total + fast, slow_total + slow
+        print(f"  {name:<36} {fast:>10.1f} {slow:>10.1f}")
+    print(
+        f"  {'all answers':<36} {fast_total:>10.1f} {slow_total:>10.1f}"
+        "  (fast: our serialization, already canonical; slow: the same answer expanded, full IRIs)"
+    )
     print("targets:")
     overall = totals["condensed"][1] / totals["full"][1]
     above = [

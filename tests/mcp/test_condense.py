@@ -134,3 +134,102 @@ def test_a_long_report_is_bounded_with_a_precision_block() -> None:
     assert (scope["returned"], scope["total"], scope["more_to_find"]) == (MAX_VIOLATIONS, 27, 7)
     assert "full=true" in scope["how_to_get_more"]
     assert result.text.count("https://x/n") == MAX_VIOLATIONS
+
+
+def _answers(service: InsurerService) -> dict[str, dict[str, Any]]:
+    """Real answers of every type, as the example insurer serialises them."""
+    product = service.insurer.products["kraftfahrt-2025"]
+    case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
+    case_id = case["bc:caseId"]
+    params = {"caseId": case_id}
+    with_vehicle = dict(service.createRiskObject(ANONYMOUS, params, SKODA).body)
+    priced = dict(service.calculatePremium(ANONYMOUS, params, None).body)
+    offer = dict(service.createOffer(ANONYMOUS, params, None).body)
+    inquiry = service.readDefaultInstance(ANONYMOUS, {"productId": product.id}, None).body
+    body = json.loads(json.dumps(inquiry["bc:body"]))
+    body["p:instance"]["p:hasRiskObject"] = [SKODA]
+    return {
+        "process knowledge": dict(service.readProcessKnowledge(ANONYMOUS, {}, None).body),
+        "product list": dict(
+            service.listProducts(ANONYMOUS, {"offset": 0, "limit": 10}, None).body
+        ),
+        "product": dict(service.readProduct(ANONYMOUS, {"productId": product.id}, None).body),
+        "default instance": dict(inquiry),
+        "shape": dict(service.readShape(ANONYMOUS, {"shapeId": "VehicleShape"}, None).body),
+        "tariff result": dict(service.inquireTariff(ANONYMOUS, {}, body).body),
+        "new case": case,
+        "case with a vehicle": with_vehicle,
+        "premium": priced,
+        "offer": offer,
+    }
+
+
+OTHER_PREFIXES = {  # another context: other prefix names, no containers, no type coercion
+    "ins": "https://w3id.org/omds-ld/bc#",
+    "prod": "https://w3id.org/omds-ld/p#",
+    "proc": "https://w3id.org/omds-ld/pk#",
+    "shacl": "http://www.w3.org/ns/shacl#",
+    "schema": "http://www.w3.org/2000/01/rdf-schema#",
+    "ins:parameters": {"@type": "@json"},
+    "ins:body": {"@type": "@json"},
+}
+
+
+def _variants(answer: dict[str, Any]) -> dict[str, Any]:
+    """The same answer in other, equivalent JSON-LD forms."""
+    from pyld import jsonld
+
+    from omds_ld.norm.jsonld import CONTEXT_URL, document_loader
+
+    options = {"documentLoader": document_loader}
+    expanded = jsonld.expand(answer, options)
+    return {
+        "expanded (full IRIs, @value objects)": expanded,
+        "full IRIs, no context": jsonld.compact(expanded, {}, options),
+        "other prefixes, single values": jsonld.compact(expanded, OTHER_PREFIXES, options),
+        "flattened into @graph": jsonld.flatten(answer, CONTEXT_URL, options),
+    }
+
+
+@pytest.mark.parametrize("form", list(_variants({"@context": {}, "@id": "https://x"})))
+def test_equivalent_json_ld_condenses_to_the_same_answer(
+    form: str, service: InsurerService
+) -> None:
+    from omds_ld.mcp.executor import ANSWER_TYPES
+    from omds_ld.norm.jsonld import canonical
+
+    for name, answer in _answers(service).items():
+        ours = condensed(canonical(answer, ANSWER_TYPES))
+        variant = _variants(answer)[form]
+        theirs = condensed(canonical(variant, ANSWER_TYPES))
+        assert theirs.text == ours.text, f"{name}: {form}"
+        assert theirs.structured == ours.structured, f"{name}: {form}"
+
+
+def test_our_own_answers_take_the_fast_path(service: InsurerService) -> None:
+    from omds_ld.mcp.executor import ANSWER_TYPES
+    from omds_ld.norm.jsonld import canonical
+
+    for name, answer in _answers(service).items():
+        assert canonical(answer, ANSWER_TYPES) is answer, name
+
+
+def test_an_answer_without_optional_parts_says_what_is_missing(service: InsurerService) -> None:
+    """Instance nodes without @id, products without bc:productId: condensed, never a failure."""
+    products = _answers(service)["product list"]
+    for product in products["p:product"]:
+        del product["bc:productId"]
+    listed = condensed(products)
+    assert "productId=kraftfahrt-2025" in listed.text  # the IRI's last segment
+    assert "Not in the insurer's answer: bc:productId of product" in listed.text
+    instance = _answers(service)["default instance"]
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "@id"}
+        return [strip(v) for v in node] if isinstance(node, list) else node
+
+    instance["bc:body"] = strip(instance["bc:body"])
+    result = condensed(instance)
+    assert OUTPUT.is_valid(result.structured)
+    assert "Bonus-Malus-Stufe = 9" in result.text

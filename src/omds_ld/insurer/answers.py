@@ -13,7 +13,7 @@ from omds_ld.insurer.store import Case, Offer
 from omds_ld.insurer.tariff import Premium
 from omds_ld.insurer.validation import Report, node_iris, risk_object_iri
 from omds_ld.norm import Norm
-from omds_ld.norm.jsonld import CONTEXT_URL
+from omds_ld.norm.jsonld import CONTEXT_URL, compact_iri
 from omds_ld.norm.shapes import NodeShape
 
 NORM_SHAPES = "https://w3id.org/omds-ld/shapes#"
@@ -257,7 +257,7 @@ class Answers:
             "bc:productId": product.id,
             "rdfs:label": dict(product.label),
             "p:lineOfBusiness": dict(product.line_of_business),
-            "p:riskObjectClass": product.risk_object.class_iri,
+            "p:riskObjectClass": compact_iri(product.risk_object.class_iri),
         }
 
     def product_list(self, offset: int, limit: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ every shape a next step expects. As compact text, and as ``structuredContent`` m
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +93,13 @@ def label(value: Any, language: str) -> str:
     return "" if value is None else str(value)
 
 
+def many(value: Any) -> list[Any]:
+    """A value that JSON-LD may write single or as an array, always as a list."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
 def local(iri: str) -> str:
     return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
 
@@ -147,6 +154,7 @@ class _Writer:
         # in an inquiry's instance, attributes are named by property and nodes by what they are
         self.by_property = False
         self.shown_properties: set[str] = set()
+        self.absent: list[str] = []
 
     def abbreviate_below(self, base: str) -> None:
         """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""
@@ -161,6 +169,16 @@ class _Writer:
 
     def line(self, text: str = "", indent: int = 0) -> None:
         self.lines.append("  " * indent + text)
+
+    def missing(self, what: str) -> None:
+        """Something the norm's answer profile asks for is not in the insurer's answer."""
+        if what not in self.absent:
+            self.absent.append(what)
+
+    def report_missing(self) -> None:
+        if self.absent:
+            self.line("Not in the insurer's answer: " + "; ".join(self.absent))
+            self.data["missing"] = list(self.absent)
 
     # parts of answers
 
@@ -201,7 +219,7 @@ class _Writer:
         named = node.get("p:instanceOf") if self.by_property else self.iri(node.get("@id", ""))
         self.line(f"{mark} {name}{suffix} {named}", indent)
         # an excluded component's attributes too: what it would cost is set by them
-        attributes = [self.attribute(a, indent + 1) for a in node.get("p:attribute", [])]
+        attributes = [self.attribute(a, indent + 1) for a in many(node.get("p:attribute"))]
         out = {
             "iri": node.get("@id"),
             "instanceOf": node.get("p:instanceOf"),
@@ -221,9 +239,9 @@ class _Writer:
         if self.by_property:  # the ready body below names the product
             self.line(f"Default instance of {name}:")
         else:
-            self.line(f"Draft of {name} {self.iri(draft['@id'])}")
-        root_attributes = [self.attribute(a, 1) for a in draft.get("p:attribute", [])]
-        raw_parts = list(draft.get("p:hasPart", []))
+            self.line(f"Draft of {name} {self.iri(draft.get('@id', '—'))}")
+        root_attributes = [self.attribute(a, 1) for a in many(draft.get("p:attribute"))]
+        raw_parts = list(many(draft.get("p:hasPart")))
         included_in_group: dict[str, list[str]] = {}
         for part in raw_parts:
             if part.get("p:exclusiveGroup") and part.get("p:included", True):
@@ -241,7 +259,7 @@ class _Writer:
             for part in raw_parts
         ]
         structured: dict[str, Any] = {
-            "iri": draft["@id"],
+            "iri": draft.get("@id"),
             "product": draft.get("p:instanceOf"),
             "attributes": root_attributes,
             "components": parts,
@@ -253,17 +271,17 @@ class _Writer:
             structured["includable"] = list(includable)
         self.data["draft"] = structured
         self.defaults(draft)
-        self.risk_objects(draft.get("p:hasRiskObject", []))
+        self.risk_objects(many(draft.get("p:hasRiskObject")))
 
     def defaults(self, instance: Mapping[str, Any]) -> None:
         """The attributes of the instance (root and included components) still at the insurer's
         default: what an agent names as its assumptions, in one block."""
         nodes = [instance] + [
-            part for part in instance.get("p:hasPart", []) if part.get("p:included", True)
+            part for part in many(instance.get("p:hasPart")) if part.get("p:included", True)
         ]
         found = []
         for node in nodes:
-            for attribute in node.get("p:attribute", []):
+            for attribute in many(node.get("p:attribute")):
                 if "sh:defaultValue" in attribute and attribute.get("p:value") == attribute.get(
                     "sh:defaultValue"
                 ):
@@ -287,8 +305,11 @@ class _Writer:
         if not risk_objects and not self.by_property:  # an inquiry's body shows it has none
             self.line("Risk objects: none")
         for risk_object in risk_objects:
+            # in the order of their names: equivalent JSON-LD may order keys any way
             fields = {
-                k: v for k, v in risk_object.items() if k not in ("@id", "@type", "bc:riskObjectId")
+                k: risk_object[k]
+                for k in sorted(risk_object)
+                if k not in ("@id", "@type", "bc:riskObjectId")
             }
             shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in fields.items())
             where = self.iri(risk_object.get("@id", ""))
@@ -306,7 +327,7 @@ class _Writer:
     def validation(self, report: Mapping[str, Any] | None) -> None:
         if not report:
             return
-        results = report.get("sh:result", [])
+        results = many(report.get("sh:result"))
         kept, precision = bound(
             results, MAX_VIOLATIONS, "call validateCalculation with full=true for the whole report"
         )
@@ -343,12 +364,12 @@ class _Writer:
         taxes = [
             {"type": t.get("bc:taxType"), "label": label(t.get("rdfs:label"), self.language),
              "amount": t.get("bc:amount")}
-            for t in premium.get("bc:tax", [])
+            for t in many(premium.get("bc:tax"))
         ]  # fmt: skip
         components = [
             {"component": c.get("bc:component"), "label": label(c.get("rdfs:label"), self.language),
              "net": c.get("bc:net"), "insuranceTax": c.get("bc:insuranceTax")}
-            for c in premium.get("bc:component", [])
+            for c in many(premium.get("bc:component"))
         ]  # fmt: skip
         tax_text = "; ".join(f"{t['label']} {t['amount']}" for t in taxes)
         self.line(
@@ -376,7 +397,10 @@ class _Writer:
         shapes: Mapping[str, str],
         heading: str = "Next steps",
     ) -> None:
-        kept, precision = bound(steps, MAX_NEXT_STEPS, "call the tool again with full=true")
+        usable = [s for s in steps if s.get("bc:operation") and s.get("bc:target")]
+        if len(usable) < len(steps):
+            self.missing(f"bc:operation or bc:target of {len(steps) - len(usable)} next step(s)")
+        kept, precision = bound(usable, MAX_NEXT_STEPS, "call the tool again with full=true")
         all_arguments = [_arguments(step) for step in kept]
         common = (
             {k: v for k, v in all_arguments[0].items() if all(a.get(k) == v for a in all_arguments)}
@@ -387,7 +411,7 @@ class _Writer:
         self.line(f"{heading}{f', each with {shared}' if shared else ''}:")
         out = []
         for step, arguments in zip(kept, all_arguments, strict=True):
-            expects = list(step.get("bc:expects", []))
+            expects = list(many(step.get("bc:expects")))
             text = f"{step['bc:operation']} · {self.iri(step['bc:target'])}"
             if expects:
                 text += " · " + ", ".join(shapes.get(e, local(e)) for e in expects)
@@ -405,7 +429,7 @@ class _Writer:
             if step.get("bc:body"):
                 entry["body"] = dict(step["bc:body"])
             if step.get("rdfs:label"):
-                entry["label"] = str(step["rdfs:label"])
+                entry["label"] = label(step["rdfs:label"], self.language)
             out.append(entry)
         if precision.more_to_find:
             self.line(f"({precision.line()})", 1)
@@ -431,7 +455,7 @@ class _Writer:
                 self.line(f"Shape {name}: as shown before")
                 out.append({"iri": shape["@id"], "targetClass": target, "shownBefore": True})
                 continue
-            paths = {str(f["sh:path"]) for f in shape.get("sh:property", [])}
+            paths = {str(f.get("sh:path")) for f in many(shape.get("sh:property"))}
             attributes = {p for p in paths if not p.startswith("p:")}
             shown_above = bool(attributes) and attributes <= self.shown_properties
             self.line(
@@ -440,23 +464,23 @@ class _Writer:
                 else f"Shape {name} for {target}:"
             )
             fields = []
-            for field in shape.get("sh:property", []):
+            for field in many(shape.get("sh:property")):
                 required = field.get("sh:minCount", 0) > 0
                 field_label = label(field.get("sh:name"), self.language)
                 description = label(field.get("sh:description"), self.language)
                 explained = f"{field_label}: {description}" if description else field_label
                 fields.append(
                     {
-                        "name": field["sh:path"],
+                        "name": field.get("sh:path"),
                         "label": field_label,
                         "required": required,
                         **_range_struct(field),
                     }
                 )
-                if shown_above and field["sh:path"] in self.shown_properties:
+                if shown_above and field.get("sh:path") in self.shown_properties:
                     continue
                 self.line(
-                    f"{field['sh:path']}: {_range(field) or 'see description'}"
+                    f"{field.get('sh:path', '—')}: {_range(field) or 'see description'}"
                     f"{', required' if required else ''} — {explained}",
                     1,
                 )
@@ -465,11 +489,214 @@ class _Writer:
 
 
 def _arguments(step: Mapping[str, Any]) -> dict[str, Any]:
-    arguments = dict(step.get("bc:parameters", {}))
+    parameters = step.get("bc:parameters")
+    arguments = dict(sorted(parameters.items())) if isinstance(parameters, Mapping) else {}
     for key in ("offset", "limit"):
-        if key in arguments:
+        if key in arguments and str(arguments[key]).isdigit():
             arguments[key] = int(arguments[key])
     return arguments
+
+
+# Readers: one small pure function per answer type of the norm, over the answer in its canonical
+# form (``omds_ld.norm.jsonld.canonical``). Each writes its part through the writer and returns the
+# shapes a ready body of it fills (their fields need not be listed). What the norm's answer profile
+# leaves optional may be missing: a reader says so (``w.missing``) and goes on.
+Reader = Callable[["_Writer", Mapping[str, Any]], set[str]]
+
+
+def _process_knowledge(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    draft = bool(answer.get("pk:draftAtServer"))
+    description = label(answer.get("rdfs:comment"), w.language)
+    w.line(f"Draft at the server: {'yes' if draft else 'no'}")
+    w.line(description)
+    w.data["processKnowledge"] = {"draftAtServer": draft, "description": description}
+    return set()
+
+
+def _product_list(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    window_ = answer.get("bc:window") or {}
+    products = many(answer.get("p:product"))[:MAX_PRODUCTS]
+    next_offset = window_.get("bc:nextOffset")
+    precision: Precision = window(
+        int(window_.get("bc:returned", len(products))),
+        int(window_.get("bc:total", len(products))),
+        int(window_.get("bc:moreToFind", 0)),
+        f"call listProducts with offset={next_offset}" if next_offset is not None else None,
+    )
+    if answer.get("@id"):
+        w.abbreviate_below(str(answer["@id"]))
+    w.line(f"Products ({precision.line()}):")
+    out = []
+    for product in products:
+        name = label(product.get("rdfs:label"), w.language)
+        line_of_business = label(product.get("p:lineOfBusiness"), w.language)
+        product_id = product.get("bc:productId") or _id_of(product.get("@id"))
+        if not product.get("bc:productId"):
+            w.missing(f"bc:productId of product {name or product.get('@id')}")
+        w.line(
+            f"{name} ({line_of_business}) {w.iri(product.get('@id', '—'))} productId={product_id}",
+            1,
+        )
+        out.append(
+            {
+                "iri": product.get("@id"),
+                "productId": product_id,
+                "label": name,
+                "lineOfBusiness": line_of_business,
+                "riskObjectClass": product.get("p:riskObjectClass"),
+            }
+        )
+    w.data["products"] = out
+    w.data["window"] = precision.to_dict()
+    return set()
+
+
+def _fields(w: _Writer, owner: Mapping[str, Any], indent: int) -> list[dict[str, Any]]:
+    out = []
+    for field in many(owner.get("sh:property")):
+        default = field.get("sh:defaultValue")
+        shown = "" if default is None else f" = {json.dumps(default, ensure_ascii=False)}"
+        field_label = label(field.get("sh:name"), w.language)
+        path = field.get("sh:path", "—")
+        w.line(f"{field_label}{shown} ({_range(field)}) {path}", indent)
+        out.append({"name": path, "label": field_label, **_range_struct(field)})
+    return out
+
+
+def _product(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    name = label(answer.get("rdfs:label"), w.language)
+    iri = answer.get("@id")
+    w.line(f"Product {name} <{iri}>, risk object {answer.get('p:riskObjectClass')}")
+    root = _fields(w, answer, 1)
+    components = []
+    for component in many(answer.get("p:component")):
+        component_label = label(component.get("rdfs:label"), w.language)
+        flags = [
+            text
+            for key, text in (
+                ("p:mandatory", "mandatory"),
+                ("p:includedByDefault", "included by default"),
+            )
+            if component.get(key)
+        ]
+        if component.get("p:exclusiveGroup"):
+            flags.append(f"one of group {component['p:exclusiveGroup']}")
+        suffix = f" ({'; '.join(flags)})" if flags else ""
+        w.line(f"{component_label}{suffix} <{component.get('@id')}>", 1)
+        components.append(
+            {
+                "iri": component.get("@id"),
+                "componentId": component.get("bc:componentId"),
+                "label": component_label,
+                "mandatory": component.get("p:mandatory", False),
+                "group": component.get("p:exclusiveGroup"),
+                "attributes": _fields(w, component, 2),
+            }
+        )
+    w.data["product"] = {"iri": iri, "label": name, "attributes": root, "components": components}
+    return set()
+
+
+def _default_instance(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    body = answer.get("bc:body") or {}
+    instance = body.get("p:instance") or {}
+    w.by_property = True
+    # only the steps' targets are abbreviated: the IRIs a body needs are written out
+    if instance.get("p:instanceOf"):
+        w.abbreviate_below(str(instance["p:instanceOf"]))
+    else:
+        w.missing("p:instanceOf of the default instance")
+    w.draft(instance, None)
+    # the smallest body that keeps every value above: the interface fills in the defaults
+    ready: dict[str, Any] = {
+        "p:instance": {"p:instanceOf": instance.get("p:instanceOf"), "p:hasRiskObject": []}
+    }
+    # what the body leaves out keeps the values above (inquireTariff's description says so)
+    w.line("Ready body for inquireTariff; add the risk object to p:instance/p:hasRiskObject:")
+    w.line(json.dumps(ready, ensure_ascii=False, separators=(",", ":")), 1)
+    w.data["body"] = ready
+    # the ready body fills the inquiry's own shape: its fields need not be repeated
+    return {
+        s.get("@id", "")
+        for s in many(answer.get("bc:shape"))
+        if s.get("sh:targetClass") == body.get("@type")
+    }
+
+
+def _shape(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    w.shapes([answer])
+    w.data["shape"] = w.data.pop("shapes")[0]
+    return set()
+
+
+def _tariff_result(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    w.by_property = True
+    w.validation(answer.get("bc:validationReport"))
+    w.premium(answer.get("bc:premium"))
+    instance = answer.get("p:instance")
+    if instance:
+        w.defaults(instance)
+        w.risk_objects(many(instance.get("p:hasRiskObject")))
+    return set()
+
+
+def _business_case(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    name = label(answer.get("rdfs:label"), w.language)
+    w.line(
+        f"Business case {answer.get('bc:caseId')} · status "
+        f"{answer.get('bc:status')} · {name} <{answer.get('p:hasRootProduct')}>"
+    )
+    if answer.get("@id"):
+        w.abbreviate_below(str(answer["@id"]))
+    w.data["case"] = {
+        "iri": answer.get("@id"),
+        "caseId": answer.get("bc:caseId"),
+        "status": answer.get("bc:status"),
+        "product": answer.get("p:hasRootProduct"),
+        "offer": answer.get("bc:offer"),
+    }
+    draft = answer.get("bc:draft") or {}
+    replaced = many(answer.get("bc:replaced"))
+    if replaced:
+        names = {
+            part.get("@id"): label(part.get("rdfs:label"), w.language)
+            for part in many(draft.get("p:hasPart"))
+        }
+        w.line("Replaced in its group: " + ", ".join(names.get(r, local(r)) for r in replaced))
+        w.data["case"]["replaced"] = replaced
+    w.draft(draft, many(answer.get("p:includable")))
+    w.validation(answer.get("bc:validationReport"))
+    w.premium(answer.get("bc:premium"))
+    if not answer.get("bc:premium"):
+        w.line("Premium: not calculated yet")
+    return set()
+
+
+def _offer(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    w.line(
+        f"Offer {answer.get('bc:offerId')} <{answer.get('@id')}> for "
+        f"<{answer.get('bc:offerFor')}>, valid until {answer.get('bc:validUntil')}"
+    )
+    w.data["offer"] = {
+        "iri": answer.get("@id"),
+        "offerId": answer.get("bc:offerId"),
+        "case": answer.get("bc:offerFor"),
+        "validUntil": answer.get("bc:validUntil"),
+    }
+    w.premium(answer.get("bc:premium"))
+    return set()
+
+
+READERS: dict[str, Reader] = {
+    "pk:ProcessKnowledge": _process_knowledge,
+    "bc:ProductList": _product_list,
+    "p:Product": _product,
+    "bc:DefaultInstance": _default_instance,
+    "sh:NodeShape": _shape,
+    "bc:TariffResult": _tariff_result,
+    "bc:BusinessCase": _business_case,
+    "bc:Offer": _offer,
+}
 
 
 def condense(
@@ -483,7 +710,7 @@ def condense(
     shapes_seen: Collection[str] = (),
     offered: Collection[str] | None = None,
 ) -> Condensed:
-    """Condense one JSON-LD answer of the insurer.
+    """Condense one answer of the insurer, in the norm's canonical JSON-LD form.
 
     ``shapes_seen`` names the shapes this session was shown already: they are named, not repeated.
     ``offered`` names the tools the caller has: next steps to other operations are left out.
@@ -492,176 +719,32 @@ def condense(
     kind = str(answer.get("@type", ""))
     w.data.update({"operation": operation, "insurer": insurer, "status": status})
     w.line(f"{insurer} · {operation}")
-    shape_names = {s["@id"]: local(s["@id"]) for s in answer.get("bc:shape", [])}
-    ready_fills: set[str] = set()
-
-    if kind == "pk:ProcessKnowledge":
-        draft = bool(answer.get("pk:draftAtServer"))
-        w.line(f"Draft at the server: {'yes' if draft else 'no'}")
-        w.line(label(answer.get("rdfs:comment"), language))
-        w.data["processKnowledge"] = {
-            "draftAtServer": draft,
-            "description": label(answer.get("rdfs:comment"), language),
-        }
-    elif kind == "bc:ProductList":
-        window_ = answer.get("bc:window", {})
-        products = answer.get("p:product", [])[:MAX_PRODUCTS]
-        next_offset = window_.get("bc:nextOffset")
-        precision: Precision = window(
-            int(window_.get("bc:returned", len(products))),
-            int(window_.get("bc:total", len(products))),
-            int(window_.get("bc:moreToFind", 0)),
-            f"call listProducts with offset={next_offset}" if next_offset is not None else None,
-        )
-        w.abbreviate_below(str(answer.get("@id", "")))
-        w.line(f"Products ({precision.line()}):")
-        out = []
-        for product in products:
-            name = label(product.get("rdfs:label"), language)
-            line_of_business = label(product.get("p:lineOfBusiness"), language)
-            w.line(
-                f"{name} ({line_of_business}) {w.iri(product['@id'])} "
-                f"productId={product.get('bc:productId')}",
-                1,
-            )
-            out.append(
-                {
-                    "iri": product["@id"],
-                    "productId": product.get("bc:productId"),
-                    "label": name,
-                    "lineOfBusiness": line_of_business,
-                    "riskObjectClass": product.get("p:riskObjectClass"),
-                }
-            )
-        w.data["products"] = out
-        w.data["window"] = precision.to_dict()
-    elif kind == "p:Product":
-        name = label(answer.get("rdfs:label"), language)
-        w.line(f"Product {name} <{answer['@id']}>, risk object {answer.get('p:riskObjectClass')}")
-
-        def fields(owner: Mapping[str, Any], indent: int) -> list[dict[str, Any]]:
-            out = []
-            for field in owner.get("sh:property", []):
-                default = field.get("sh:defaultValue")
-                shown = "" if default is None else f" = {json.dumps(default, ensure_ascii=False)}"
-                field_label = label(field.get("sh:name"), language)
-                w.line(f"{field_label}{shown} ({_range(field)}) {field['sh:path']}", indent)
-                out.append({"name": field["sh:path"], "label": field_label, **_range_struct(field)})
-            return out
-
-        root = fields(answer, 1)
-        components = []
-        for component in answer.get("p:component", []):
-            component_label = label(component.get("rdfs:label"), language)
-            flags = [
-                text
-                for key, text in (
-                    ("p:mandatory", "mandatory"),
-                    ("p:includedByDefault", "included by default"),
-                )
-                if component.get(key)
-            ]
-            if component.get("p:exclusiveGroup"):
-                flags.append(f"one of group {component['p:exclusiveGroup']}")
-            suffix = f" ({'; '.join(flags)})" if flags else ""
-            w.line(f"{component_label}{suffix} <{component['@id']}>", 1)
-            components.append(
-                {
-                    "iri": component["@id"],
-                    "componentId": component.get("bc:componentId"),
-                    "label": component_label,
-                    "mandatory": component.get("p:mandatory", False),
-                    "group": component.get("p:exclusiveGroup"),
-                    "attributes": fields(component, 2),
-                }
-            )
-        w.data["product"] = {
-            "iri": answer["@id"],
-            "label": name,
-            "attributes": root,
-            "components": components,
-        }
-    elif kind == "bc:DefaultInstance":
-        body = answer.get("bc:body", {})
-        instance = body.get("p:instance", {})
-        w.by_property = True
-        # only the steps' targets are abbreviated: the IRIs a body needs are written out
-        w.abbreviate_below(str(instance.get("p:instanceOf", "")))
-        w.draft(instance, None)
-        # the smallest body that keeps every value above: the interface fills in the defaults
-        ready = {
-            "p:instance": {"p:instanceOf": instance.get("p:instanceOf"), "p:hasRiskObject": []}
-        }
-        # what the body leaves out keeps the values above (inquireTariff's description says so)
-        w.line("Ready body for inquireTariff; add the risk object to p:instance/p:hasRiskObject:")
-        w.line(json.dumps(ready, ensure_ascii=False, separators=(",", ":")), 1)
-        w.data["body"] = ready
-        # the ready body fills the inquiry's own shape: its fields need not be repeated
-        ready_fills = {
-            s["@id"]
-            for s in answer.get("bc:shape", [])
-            if s.get("sh:targetClass") == body.get("@type")
-        }
-    elif kind == "sh:NodeShape":
-        w.shapes([answer])
-        w.data["shape"] = w.data.pop("shapes")[0]
-    elif kind == "bc:TariffResult":
-        w.by_property = True
-        w.validation(answer.get("bc:validationReport"))
-        w.premium(answer.get("bc:premium"))
-        instance = answer.get("p:instance")
-        if instance:
-            w.defaults(instance)
-            w.risk_objects(instance.get("p:hasRiskObject", []))
-    elif kind == "bc:BusinessCase":
-        name = label(answer.get("rdfs:label"), language)
+    shapes = [s for s in many(answer.get("bc:shape")) if isinstance(s, Mapping) and s.get("@id")]
+    shape_names = {s["@id"]: local(s["@id"]) for s in shapes}
+    reader = READERS.get(kind)
+    if reader is None:
         w.line(
-            f"Business case {answer.get('bc:caseId')} · status "
-            f"{answer.get('bc:status')} · {name} <{answer.get('p:hasRootProduct')}>"
+            f"An answer of type {kind or '(none)'}, which the norm does not define; its next steps:"
         )
-        w.abbreviate_below(answer["@id"])
-        w.data["case"] = {
-            "iri": answer["@id"],
-            "caseId": answer.get("bc:caseId"),
-            "status": answer.get("bc:status"),
-            "product": answer.get("p:hasRootProduct"),
-            "offer": answer.get("bc:offer"),
-        }
-        replaced = list(answer.get("bc:replaced", []))
-        if replaced:
-            names = {
-                part.get("@id"): label(part.get("rdfs:label"), language)
-                for part in answer["bc:draft"].get("p:hasPart", [])
-            }
-            w.line("Replaced in its group: " + ", ".join(names.get(r, local(r)) for r in replaced))
-            w.data["case"]["replaced"] = replaced
-        w.draft(answer["bc:draft"], answer.get("p:includable", []))
-        w.validation(answer.get("bc:validationReport"))
-        w.premium(answer.get("bc:premium"))
-        if not answer.get("bc:premium"):
-            w.line("Premium: not calculated yet")
-    elif kind == "bc:Offer":
-        w.line(
-            f"Offer {answer.get('bc:offerId')} <{answer['@id']}> for <{answer.get('bc:offerFor')}>, "
-            f"valid until {answer.get('bc:validUntil')}"
-        )
-        w.data["offer"] = {
-            "iri": answer["@id"],
-            "offerId": answer.get("bc:offerId"),
-            "case": answer.get("bc:offerFor"),
-            "validUntil": answer.get("bc:validUntil"),
-        }
-        w.premium(answer.get("bc:premium"))
-
-    steps = _offered(answer.get("bc:nextStep", []), offered)
+        w.missing("a type of the norm (@type)")
+        ready_fills: set[str] = set()
+    else:
+        ready_fills = reader(w, answer)
+    steps = _offered(many(answer.get("bc:nextStep")), offered)
     w.next_steps(steps, shape_names)
-    if answer.get("bc:shape"):
-        open_steps = {i for s in steps if not s.get("bc:body") for i in s.get("bc:expects", [])}
+    if shapes:
+        open_steps = {i for s in steps if not s.get("bc:body") for i in many(s.get("bc:expects"))}
         # a shape only steps with a ready body expect needs no field list: the body fills it
-        filled = {s["@id"] for s in answer["bc:shape"] if s["@id"] not in open_steps}
-        w.shapes(answer["bc:shape"], shapes_seen, filled | ready_fills)
+        filled = {s["@id"] for s in shapes if s["@id"] not in open_steps}
+        w.shapes(shapes, shapes_seen, filled | ready_fills)
+    w.report_missing()
     _provenance(w, provenance)
     return Condensed("\n".join(w.lines), w.data)
+
+
+def _id_of(iri: Any) -> str | None:
+    """The last segment of an IRI: what the interface takes as its id where the answer has none."""
+    return local(str(iri)) if iri else None
 
 
 def condense_problem(
@@ -681,7 +764,7 @@ def condense_problem(
     w.line(f"{insurer} · {operation} · refused ({kind})")
     w.line(f"Problem {problem.get('type')}: {problem.get('title')}")
     w.line(str(problem.get("detail", "")))
-    errors = list(problem.get("errors", []))
+    errors = list(many(problem.get("errors")))
     for error in errors:
         w.line(f"- {error.get('pointer') or '(body)'}: {error.get('detail')}", 1)
     if problem.get("known"):
@@ -700,9 +783,13 @@ def condense_problem(
         "retryAfterSeconds": problem.get("retryAfterSeconds"),
     }
     w.validation(problem.get("bc:validationReport"))
-    shape_names = {s["@id"]: local(s["@id"]) for s in problem.get("bc:shape", [])}
+    shape_names = {
+        s["@id"]: local(s["@id"])
+        for s in many(problem.get("bc:shape"))
+        if isinstance(s, Mapping) and s.get("@id")
+    }
     w.next_steps(
-        _offered(problem.get("bc:nextStep", []), offered), shape_names, heading="Still admissible"
+        _offered(many(problem.get("bc:nextStep")), offered), shape_names, heading="Still admissible"
     )
     _provenance(w, provenance)
     return Condensed("\n".join(w.lines), w.data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
@@ -25,6 +26,7 @@ from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import Upstream
 from omds_ld.norm import Norm
+from omds_ld.norm.jsonld import canonical
 
 log = logging.getLogger("omds_ld.mcp")
 
@@ -102,12 +104,13 @@ class Connector:
         self._connection_keys: weakref.WeakKeyDictionary[Connection, str] = (
             weakref.WeakKeyDictionary()
         )
-        # built once: the tools for an insurer with and without the draft at the server
-        self._specs = {
-            draft: by_name(t for t in tools(norm, draft) if t.name not in self.disabled)
-            for draft in (True, False)
-        }
-        self._tools = {draft: self._describe(specs) for draft, specs in self._specs.items()}
+        # the operations the insurer's interface publishes (its OpenAPI document); None: it
+        # publishes none, so every operation of the norm is listed
+        self.published: frozenset[str] | None = None
+        # built once for each draft-at-server and published set: the specs and tools
+        self._catalogues: dict[
+            tuple[bool, frozenset[str] | None], tuple[dict[str, ToolSpec], list[types.Tool]]
+        ] = {}
         self.server = NormServer(
             f"omds-ld-{instance.name}",
             version=__version__,
@@ -120,11 +123,47 @@ class Connector:
             get_tool_input_schema=self._input_schema,
         )
 
-    @property
-    def specs(self) -> dict[str, ToolSpec]:
+    def _catalogue(self) -> tuple[dict[str, ToolSpec], list[types.Tool]]:
         # until the process knowledge is known, every tool of the norm: a failed read says
         # nothing about the draft, and a tool listed too many is refused as temporary
-        return self._specs[self.draft_at_server is not False]
+        key = (self.draft_at_server is not False, self.published)
+        catalogue = self._catalogues.get(key)
+        if catalogue is None:
+            specs = by_name(
+                t
+                for t in tools(self.norm, key[0])
+                if t.name not in self.disabled and (key[1] is None or t.name in key[1])
+            )
+            catalogue = self._catalogues[key] = (specs, self._describe(specs))
+        return catalogue
+
+    @property
+    def specs(self) -> dict[str, ToolSpec]:
+        return self._catalogue()[0]
+
+    async def read_published(self) -> None:
+        """Which operations the interface publishes, from its OpenAPI document (``…/openapi.json``)
+        if it serves one: only those are tools, and no answer offers another."""
+        url = self.upstream.api_url + "/openapi.json"
+        try:
+            answer = await self.upstream.transport.request(
+                "GET", url, {"Accept": "application/json"}, None
+            )
+            document = json.loads(answer.content) if answer.status == 200 else None
+        except (InsurerUnavailable, ValueError):
+            return  # asked again with the process knowledge
+        if not isinstance(document, dict) or not isinstance(document.get("paths"), dict):
+            if answer.status == 404:
+                self.published = None
+            return
+        found = {
+            str(raw["operationId"])
+            for item in document["paths"].values()
+            if isinstance(item, dict)
+            for raw in item.values()
+            if isinstance(raw, dict) and raw.get("operationId")
+        }
+        self.published = frozenset(found & set(self.norm.operations))
 
     async def refresh(self, force: bool = False) -> bool:
         """Read the process knowledge again if it is due; whether the tool list changed."""
@@ -141,9 +180,15 @@ class Connector:
         if answer.status != 200 or not isinstance(answer.body, dict):
             # a refusal (401, say) is an answer: calls go on and get the insurer's own problem
             return self._not_read(f"the insurer answered {answer.status}", answer.status < 500)
-        draft = bool(answer.body.get("pk:draftAtServer"))
-        changed = draft != (self.draft_at_server is not False)
+        try:
+            knowledge = canonical(answer.body, frozenset({"pk:ProcessKnowledge"}))
+        except Exception as error:  # PyLD's errors have no common base of their own
+            return self._not_read(f"the insurer's answer is no JSON-LD of the norm: {error}", True)
+        draft = bool(knowledge.get("pk:draftAtServer"))
+        before = set(self.specs)
+        await self.read_published()
         self.draft_at_server = draft
+        changed = set(self.specs) != before
         self.unread_because = None
         if changed:
             log.info("%s: draft at the server is now %s", self.instance.name, draft)
@@ -207,7 +252,7 @@ class Connector:
         return None if spec is None else dict(spec.input_schema)
 
     def tool_list(self) -> list[types.Tool]:
-        return list(self._tools[self.draft_at_server is not False])
+        return list(self._catalogue()[1])
 
     @staticmethod
     def _describe(specs: dict[str, ToolSpec]) -> list[types.Tool]:

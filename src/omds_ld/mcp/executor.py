@@ -18,13 +18,13 @@ import mcp_types as types
 from opentelemetry.trace import get_current_span
 
 from omds_ld.mcp.catalogue import ToolSpec
-from omds_ld.mcp.condense import Condensed, condense, condense_problem
+from omds_ld.mcp.condense import READERS, Condensed, condense, condense_problem, local, many
 from omds_ld.mcp.requestlog import RequestLog, field_names
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
-from omds_ld.mcp.upstream import Upstream
+from omds_ld.mcp.upstream import Upstream, UpstreamResponse
 from omds_ld.norm import Norm, hygiene
-from omds_ld.norm.jsonld import CONTEXT_URL
+from omds_ld.norm.jsonld import CONTEXT_URL, canonical
 from omds_ld.norm.schemas import SchemaValidator
 
 logger = logging.getLogger("omds_ld.mcp")
@@ -33,16 +33,17 @@ MAX_STRING = 4000
 MAX_SESSIONS_REMEMBERED = 10_000
 MAX_CASES_REMEMBERED = 20  # per session: what an error for an unknown case lists
 IDEMPOTENCY_TTL = 24 * 3600.0
+ANSWER_TYPES = frozenset(READERS)
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 # What a problem means for the caller, by HTTP status: the kinds of error a tool can return.
 KINDS = {400: "invalid input", 401: "unauthorized", 403: "unauthorized", 404: "not found",
          405: "invalid input", 409: "conflict", 413: "invalid input", 415: "invalid input",
-         422: "invalid input", 429: "rate-limited"}  # fmt: skip
+         422: "invalid input", 429: "rate-limited", 502: "invalid answer"}  # fmt: skip
 
 
 def error_kind(status: int) -> str:
-    if status >= 500:
+    if status >= 500 and status != 502:
         return "temporary"
     return KINDS.get(status, "invalid input")
 
@@ -234,8 +235,17 @@ class Executor:
             )
             if answer.status != 200 or not isinstance(answer.body, dict):
                 break
-            products += answer.body.get("p:product", [])
-            window = answer.body.get("bc:window", {})
+            try:
+                page = canonical(answer.body, ANSWER_TYPES)
+            except Exception:  # a broken list: the insurer judges the name itself
+                break
+            for product in many(page.get("p:product")):
+                if isinstance(product, dict):
+                    # where the answer has no bc:productId, its IRI's last segment is the id
+                    iri = product.get("@id")
+                    product_id = product.get("bc:productId") or (local(str(iri)) if iri else None)
+                    products.append({**product, "bc:productId": product_id})
+            window = page.get("bc:window") or {}
             if not window.get("bc:moreToFind") or window.get("bc:nextOffset") is None:
                 break
             offset = int(window["bc:nextOffset"])
@@ -478,7 +488,42 @@ class Executor:
             provenance["replayed"] = True
         log["upstreamStatus"] = answer.status
         memory = self._memory(log.get("session"))
-        if answer.status >= 400 or not isinstance(answer.body, dict):
+        if answer.status in (404, 405, 501) and not _is_problem(answer):
+            # not a problem of the norm but the web server's: no route for the operation
+            if record_key:
+                await self.state.delete(record_key)
+            raise Refusal(
+                self._problem(
+                    "operation-not-admissible",
+                    f"{self.instance.display_name} does not offer {spec.name}: its interface "
+                    f"answered {answer.status} at {answer.url}",
+                    **{"bc:nextStep": self._entry_steps(spec)[1:]},
+                )
+            )
+        broken = _breaks_the_norm(answer)
+        read: dict[str, Any] = {}  # the answer in the norm's canonical form
+        if broken is None and answer.status < 400:
+            try:
+                read = canonical(answer.body, ANSWER_TYPES)
+            except Exception as error:  # PyLD's errors have no common base of their own
+                broken = f"not JSON-LD of the norm ({type(error).__name__}: {str(error)[:200]})"
+            else:
+                broken = _profile_gap(read)
+        if broken is not None:
+            if operation.method == "GET":
+                await self.upstream.forget(operation, path, query)  # never served again
+            if record_key:
+                await self.state.delete(record_key)
+            raise Refusal(
+                self._problem(
+                    "insurer-answer-invalid",
+                    f"{self.instance.display_name} answered {spec.name} with {broken} "
+                    f"(HTTP {answer.status}); the norm's answer has a type of the norm and next "
+                    "steps, an error is application/problem+json",
+                    **{"bc:nextStep": self._entry_steps(spec, arguments)},
+                )
+            )
+        if answer.status >= 400:
             problem = answer.body if isinstance(answer.body, dict) else {}
             if answer.status == 404 and "caseId" in path and memory.cases:
                 # not a guess at what was meant: what this session has worked on
@@ -496,7 +541,7 @@ class Executor:
             if record_key:
                 await self.state.delete(record_key)
             return result
-        result = self._answer(spec, answer.body, answer.status, provenance, log, arguments, offered)
+        result = self._answer(spec, read, answer.status, provenance, log, arguments, offered)
         if record_key:
             stored = {
                 "fingerprint": fingerprint,
@@ -504,7 +549,7 @@ class Executor:
                 "status": answer.status,
                 "url": answer.url,
                 "time": provenance["time"],
-                "body": answer.body,
+                "body": read,
             }
             await self.state.set(record_key, json.dumps(stored).encode(), IDEMPOTENCY_TTL)
         return result
@@ -592,6 +637,37 @@ def _log_scope(log: dict[str, Any], condensed: Condensed) -> None:
     else:
         log["hits"] = 1
     log["nextSteps"] = len(data.get("nextSteps", []))
+
+
+def _breaks_the_norm(answer: UpstreamResponse) -> str | None:
+    """What makes an answer unusable before it is read as JSON-LD, or None.
+
+    A success must be a JSON object; an error is a problem (application/problem+json, or at
+    least its type and title); a 503 or 504 that is none is still the insurer being away for a
+    moment (temporary), every other failure without one breaks the norm."""
+    if answer.status < 400:
+        if answer.invalid:
+            return answer.invalid
+        return None if isinstance(answer.body, dict) else "a JSON body that is no object"
+    if _is_problem(answer) or answer.status < 500 or answer.status in (503, 504):
+        return None
+    return f"an error that is no problem+json ({answer.invalid or answer.media_type or 'untyped'})"
+
+
+def _is_problem(answer: UpstreamResponse) -> bool:
+    """Whether an error answer is a problem (RFC 9457), as the norm's errors are."""
+    return answer.media_type == "application/problem+json" or (
+        isinstance(answer.body, dict) and "type" in answer.body and "title" in answer.body
+    )
+
+
+def _profile_gap(answer: Mapping[str, Any]) -> str | None:
+    """What every answer of the norm must carry and this one does not, or None."""
+    if str(answer.get("@type", "")) not in ANSWER_TYPES:
+        return f"an answer of type {answer.get('@type')!r}, which is no answer type of the norm"
+    if "bc:nextStep" not in answer:
+        return "an answer without next steps (bc:nextStep)"
+    return None
 
 
 def session_ref(session: str | None) -> str | None:

@@ -35,6 +35,9 @@ class UpstreamResponse:
     fresh_until: float | None = None
     # the insurer answered a retried write with the answer of the first request (Idempotency-Key)
     replayed: bool = False
+    # why the body cannot be used at all (not JSON, empty), or None
+    invalid: str | None = None
+    media_type: str = ""
 
 
 def _cache_control(value: str | None) -> dict[str, str | None]:
@@ -125,9 +128,11 @@ class Upstream:
                 f"gen:{self.name}:{scope}", secrets.token_hex(8).encode(), self.generation_ttl
             )
             replayed = answer.headers.get("idempotency-replayed", "").lower() == "true"
+            body, invalid = _json(answer)
             return UpstreamResponse(
-                answer.status, _json(answer), url, operation.method, False, replayed=replayed
-            )
+                answer.status, body, url, operation.method, False, replayed=replayed,
+                invalid=invalid, media_type=_media(answer),
+            )  # fmt: skip
 
         # one round trip: the resource's generation and the entry, kept with the generation it
         # was read in; an entry from before the latest write is no entry
@@ -154,10 +159,19 @@ class Upstream:
             if fresh_until > now:  # a new lease of freshness
                 await self._keep(key, generation, answer, content, meta.get("etag"))
             return UpstreamResponse(200, json.loads(content), url, "GET", True, 0.0, fresh_until)
-        result = UpstreamResponse(answer.status, _json(answer), url, "GET", False, 0.0, fresh_until)
-        if answer.status == 200 and isinstance(result.body, dict):
+        body, invalid = _json(answer)
+        result = UpstreamResponse(
+            answer.status, body, url, "GET", False, 0.0, fresh_until,
+            invalid=invalid, media_type=_media(answer),
+        )  # fmt: skip
+        if answer.status == 200 and isinstance(result.body, dict) and invalid is None:
             await self._keep(key, generation, answer, answer.content, None)
         return result
+
+    async def forget(self, operation: Operation, path_params: Mapping[str, str],
+                     query: Mapping[str, Any]) -> None:  # fmt: skip
+        """Drop a kept read (an answer found to break the norm is never served again)."""
+        await self.state.delete(f"cache:{self.name}:{self.url(operation, path_params, query)}")
 
     async def _keep(
         self, key: str, generation: str, answer: RawAnswer, content: bytes, etag: str | None
@@ -195,10 +209,17 @@ def _entry(raw: bytes | None) -> tuple[dict[str, Any], bytes] | None:
     return json.loads(meta), content
 
 
-def _json(answer: RawAnswer) -> Any:
+def _json(answer: RawAnswer) -> tuple[Any, str | None]:
+    """The body as JSON, and why it cannot be used if it cannot (the start of a text body is
+    kept as ``detail``, so an error page still says something)."""
     if not answer.content:
-        return None
+        return None, "an empty body"
     try:
-        return json.loads(answer.content)
+        return json.loads(answer.content), None
     except ValueError:
-        return {"detail": answer.content[:500].decode("utf-8", "replace")}
+        text = answer.content[:500].decode("utf-8", "replace")
+        return {"detail": text}, "a body that is not JSON"
+
+
+def _media(answer: RawAnswer) -> str:
+    return answer.headers.get("content-type", "").split(";")[0].strip().lower()

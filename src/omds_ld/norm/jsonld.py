@@ -64,3 +64,128 @@ def compact_iri(iri: str) -> str:
         if iri.startswith(namespace):
             return f"{prefix}:{iri[len(namespace) :]}"
     return iri
+
+
+# Keys of the norm's answers whose values are JSON literals (@json in the context): kept as sent;
+# a ready body among them is itself a document of the norm and read the same way.
+_JSON_LITERALS = {"bc:parameters", "bc:body"}
+_NAMESPACES = tuple(PREFIXES.values())
+
+
+def _canonical_already(value: Any, top: bool = True) -> bool:
+    """Whether a document is in the norm's canonical form, checked cheaply: the norm's context by
+    its URL at the top and nowhere else, no @graph, every key and every @type a term or CURIE of
+    the norm (never an IRI a CURIE could shorten)."""
+    if isinstance(value, list):
+        return all(_canonical_already(item, False) for item in value)
+    if not isinstance(value, dict):
+        return True
+    for key, item in value.items():
+        if key == "@context":
+            if not (top and item == CONTEXT_URL):
+                return False
+        elif key == "@graph" or key.startswith(_NAMESPACES):
+            return False
+        elif key == "@type":
+            types = item if isinstance(item, list) else [item]
+            if any(not isinstance(t, str) or t.startswith(_NAMESPACES) for t in types):
+                return False
+            if isinstance(item, list):
+                return False
+        elif key in _JSON_LITERALS:
+            continue
+        elif not _canonical_already(item, False):
+            return False
+    return True
+
+
+def _embed(node: Any, nodes: dict[str, dict[str, Any]], seen: frozenset[str]) -> Any:
+    """A flattened graph as a tree again: references ({"@id": …} alone) replaced by their node."""
+    if isinstance(node, list):
+        return [_embed(item, nodes, seen) for item in node]
+    if isinstance(node, str) and node.startswith("_:") and node in nodes and node not in seen:
+        # a blank node under a term typed @id compacts to its bare id: it names nothing
+        return _embed(nodes[node], nodes, seen | {node})
+    if not isinstance(node, dict):
+        return node
+    iri = node.get("@id")
+    if set(node) == {"@id"} and iri in nodes and iri not in seen:
+        return _embed(nodes[iri], nodes, seen | {iri})
+    return {
+        k: v if k in _JSON_LITERALS else _embed(v, nodes, seen | ({iri} if iri else set()))
+        for k, v in node.items()
+    }
+
+
+def canonical(
+    document: dict[str, Any] | list[Any], root_types: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """An answer of the norm in its canonical form: compacted with the norm's context, CURIEs of
+    the norm's prefixes, one tree (a flattened ``@graph`` embedded again below its root, the node
+    whose type is one of ``root_types``, else the first). Any equivalent JSON-LD gives the same
+    form; a document already in it is returned as it is (the fast path). Only the norm's context
+    is ever loaded: any other remote context raises ``RemoteContextRefused``."""
+    if isinstance(document, dict) and _canonical_already(document):
+        return document
+    options = {"documentLoader": document_loader}
+    expanded = jsonld.expand(document, options)
+    compacted: dict[str, Any] = jsonld.compact(expanded, CONTEXT_URL, options)
+    graph = compacted.pop("@graph", None)
+    if graph is not None:
+        nodes = {n["@id"]: n for n in graph if isinstance(n, dict) and "@id" in n}
+        referenced = _references(graph)
+        unreferenced = [n for n in graph if isinstance(n, dict) and n.get("@id") not in referenced]
+        roots = [n for n in unreferenced if _types(n) & root_types] or unreferenced or graph
+        compacted.update(_without_blank_ids(_embed(roots[0], nodes, frozenset())))
+    for key in _JSON_LITERALS:
+        body = compacted.get(key)
+        if key == "bc:body" and isinstance(body, dict):
+            compacted[key] = canonical({"@context": CONTEXT_URL, **body})
+    return compacted
+
+
+def _without_blank_ids(node: Any) -> Any:
+    """A tree without the blank node ids a flattened graph gave its nodes (they name nothing)."""
+    if isinstance(node, list):
+        return [_without_blank_ids(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        k: v if k in _JSON_LITERALS else _without_blank_ids(v)
+        for k, v in node.items()
+        if not (k == "@id" and isinstance(v, str) and v.startswith("_:"))
+    }
+
+
+def _references(value: Any) -> set[str]:
+    """Every node id a graph refers to from inside a node (a root is referred to by none)."""
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if key == "@id" or key in _JSON_LITERALS:
+                    continue
+                if isinstance(child, dict) and set(child) == {"@id"}:
+                    found.add(str(child["@id"]))
+                elif isinstance(child, str) and child.startswith("_:"):
+                    found.add(child)
+                elif isinstance(child, list):
+                    found.update(
+                        str(c["@id"]) for c in child if isinstance(c, dict) and set(c) == {"@id"}
+                    )
+                    found.update(c for c in child if isinstance(c, str) and c.startswith("_:"))
+                    stack.extend(
+                        c for c in child if not (isinstance(c, dict) and set(c) == {"@id"})
+                    )
+                else:
+                    stack.append(child)
+    return found
+
+
+def _types(node: dict[str, Any]) -> set[str]:
+    value = node.get("@type", [])
+    return set(value if isinstance(value, list) else [value])

@@ -122,7 +122,7 @@ class ReferenceAgent:
         products = await session.call(server, ENTRY, {})
         offered = [
             p for p in products.structured_content["products"]
-            if p.get("riskObjectClass") == risk_class
+            if expand_curie(str(p.get("riskObjectClass"))) == risk_class
         ]  # fmt: skip
         if not offered:
             raise AgentGaveUp(f"{server} offers no product for {risk_class}")

@@ -451,6 +451,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grade.set_defaults(run=_scenario_grade)
 
+    insurer = commands.add_parser("insurer", help="work with insurers as data")
+    insurer_commands = insurer.add_subparsers(dest="insurer_command", required=True)
+    check = insurer_commands.add_parser(
+        "check", help="check an insurer's folder (or a folder of them) as the server loads it"
+    )
+    check.add_argument("folder", help="an insurer's folder (with insurer.yaml), or their parent")
+    check.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    check.set_defaults(run=_insurer_check)
+
     demo = commands.add_parser("demo", help="the reference agent on the seed's two examples")
     demo.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
@@ -459,10 +470,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _insurer_check(args: argparse.Namespace) -> int:
+    from omds_ld.insurer.checks import InsurerDataError
+    from omds_ld.insurer.data import load_insurer, load_insurers
+
+    folder = Path(args.folder)
+    try:
+        if (folder / "insurer.yaml").is_file():
+            insurers = {"": load_insurer(folder)}
+        else:
+            insurers = load_insurers(folder)
+    except InsurerDataError as error:
+        for finding in error.findings:
+            print(finding)
+        print(f"{len(error.findings)} mistake(s)")
+        return 1
+    for insurer in insurers.values():
+        print(f"{insurer.name}: ok, {len(insurer.products)} product(s)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from omds_ld.insurer.checks import InsurerDataError
+
     args = build_parser().parse_args(argv)
     logs.configure(args.log_level)
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except InsurerDataError as error:  # one line per mistake, never a traceback
+        print("omds-ld: the insurer data has mistakes:", file=sys.stderr)
+        for finding in error.findings:
+            print(f"  {finding}", file=sys.stderr)
+        return 2
     return code
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -11,9 +13,11 @@ from typing import Any
 import yaml
 from rdflib import RDFS, Graph, URIRef
 
+from omds_ld.insurer.checks import Finding, InsurerDataError, check_product, product_facts
 from omds_ld.insurer.shacl import ShapeValidator
 from omds_ld.insurer.tariff import Tariff
 from omds_ld.norm.jsonld import P
+from omds_ld.norm.schemas import SchemaValidator
 from omds_ld.norm.shapes import SH, Field, NodeShape, shapes_from_graph
 
 HAS_RISK_OBJECT = P + "hasRiskObject"
@@ -162,7 +166,7 @@ def _product(
         shape=by_class.get(raw["class"]),
     )
     if root.shape is None:
-        raise ValueError(f"product {raw['id']}: no shape targets {raw['class']}")
+        raise _Mistake("class", f"no shape targets {raw['class']}")
     components = tuple(
         Component(
             id=c["id"],
@@ -178,12 +182,10 @@ def _product(
     )
     risk_field = root.shape.field_for(HAS_RISK_OBJECT)
     if risk_field is None or risk_field.class_ is None:
-        raise ValueError(
-            f"product {raw['id']}: the root shape must give p:hasRiskObject a sh:class"
-        )
+        raise _Mistake("class", f"the shape of {raw['class']} must give p:hasRiskObject a sh:class")
     risk_shape = by_class.get(risk_field.class_)
     if risk_shape is None:
-        raise ValueError(f"product {raw['id']}: no shape targets {risk_field.class_}")
+        raise _Mistake("class", f"no shape targets the risk object class {risk_field.class_}")
     needed = [n.shape.iri for n in (root, *components) if n.shape is not None]
     return Product(
         id=raw["id"],
@@ -204,18 +206,66 @@ def _product(
     )
 
 
+class _Mistake(ValueError):
+    """A mistake found while a product is built: its key in the product file, and what."""
+
+    def __init__(self, key: str, detail: str) -> None:
+        super().__init__(detail)
+        self.key = key
+        self.detail = detail
+
+
+@cache
+def _format(name: str) -> SchemaValidator:
+    """The JSON Schema of an insurer's files (``insurer`` or ``product``), shipped with us."""
+    text = resources.files("omds_ld.insurer").joinpath("schemas", f"{name}.schema.json")
+    return SchemaValidator(json.loads(text.read_text("utf-8")))
+
+
+def _read(path: Path, schema: str, findings: list[Finding]) -> Any:
+    """A YAML file of an insurer, checked against its format; None (and findings) if it fails."""
+    try:
+        raw = yaml.safe_load(path.read_text("utf-8"))
+    except OSError as error:
+        findings.append(Finding(str(path), "/", f"cannot be read: {error.strerror}"))
+        return None
+    except yaml.YAMLError as error:
+        findings.append(Finding(str(path), "/", f"is no YAML: {error}"))
+        return None
+    violations = _format(schema).violations(raw)
+    findings += [Finding(str(path), v.pointer or "/", v.detail) for v in violations]
+    return None if violations else raw
+
+
 def load_insurer(folder: Path) -> Insurer:
-    """Read one insurer's folder."""
-    raw = yaml.safe_load((folder / "insurer.yaml").read_text("utf-8"))
+    """Read one insurer's folder, checked: InsurerDataError lists every mistake found."""
+    findings: list[Finding] = []
+    raw = _read(folder / "insurer.yaml", "insurer", findings)
+    if raw is None:
+        raise InsurerDataError(findings)
     graph = Graph()
     for name in raw.get("shapes", ()):
-        graph.parse(folder / name, format="turtle")
+        try:
+            graph.parse(folder / name, format="turtle")
+        except Exception as error:  # rdflib's parsers raise what they raise
+            findings.append(Finding(str(folder / name), "/", f"is no Turtle: {error}"))
     shapes = shapes_from_graph(graph)
     base: str = raw["base"]
     products = {}
     for name in raw["products"]:
-        product = _product(base, yaml.safe_load((folder / name).read_text("utf-8")), shapes, graph)
+        path = folder / name
+        product_raw = _read(path, "product", findings)
+        if product_raw is None:
+            continue
+        try:
+            product = _product(base, product_raw, shapes, graph)
+        except _Mistake as mistake:
+            findings.append(Finding(str(path), mistake.key, mistake.detail))
+            continue
+        findings += check_product(product_facts(str(path), product_raw, product))
         products[product.id] = product
+    if findings:
+        raise InsurerDataError(findings)
     return Insurer(
         name=raw["name"],
         display_name=raw["displayName"],
@@ -238,10 +288,19 @@ def load_insurers(folder: Path | None = None) -> dict[str, Insurer]:
     """Every insurer below a folder (one subfolder each), by name."""
     root = folder or builtin_insurers_folder()
     insurers = {}
+    findings: list[Finding] = []
     for sub in sorted(root.iterdir()):
         if (sub / "insurer.yaml").is_file():
-            insurer = load_insurer(sub)
+            try:
+                insurer = load_insurer(sub)
+            except InsurerDataError as error:
+                findings += error.findings  # every insurer's mistakes at once
+                continue
             insurers[insurer.name] = insurer
+    if findings:
+        raise InsurerDataError(findings)
     if not insurers:
-        raise ValueError(f"no insurer folders (with insurer.yaml) below {root}")
+        raise InsurerDataError(
+            [Finding(str(root), "/", "no insurer folders (with insurer.yaml) below it")]
+        )
     return insurers

@@ -1,0 +1,116 @@
+"""Insurers as data are checked when loaded: each class of mistake stops the start, naming the
+file, the key and what is wrong; ``omds-ld insurer check`` says the same to an insurer's author."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from omds_ld.insurer.checks import InsurerDataError
+from omds_ld.insurer.data import builtin_insurers_folder, load_insurers
+from tests.servers import free_port
+
+
+def _copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "insurers"
+    shutil.copytree(builtin_insurers_folder(), folder)
+    return folder
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+PFEFFERMINZIA = "pfefferminzia/kraftfahrt-2025.yaml"
+MISTAKES: dict[str, tuple[Callable[[Path], None], str, str]] = {
+    "a misspelt attribute": (
+        lambda f: _edit(f / PFEFFERMINZIA, "attribute: bonusMalusStufe", "attribute: bonusMalus"),
+        "tariff.components.kfz-haftpflicht.factors[1]",
+        "'bonusMalus' is no attribute field of its shapes",
+    ),
+    "a misspelt risk object field": (
+        lambda f: _edit(f / PFEFFERMINZIA, "riskObject: yearOfConstruction", "riskObject: baujahr"),
+        "tariff.components.teilkasko.factors[1]",
+        "'baujahr' is no risk object field",
+    ),
+    "an enumeration value without a factor": (
+        lambda f: _edit(f / PFEFFERMINZIA, 'values: { "0": 1.15, "150": 1.00,', 'values: { "150": 1.00,'),
+        "tariff.components.teilkasko.factors[0]",
+        "selbstbehaltTeilkasko may be 0 (its shape's sh:in), but the tariff has no factor for it",
+    ),
+    "a component without a price": (
+        lambda f: _edit(f / PFEFFERMINZIA, "    rechtsschutz:\n      base: 89.00\n      insuranceTax: 0.11\n", ""),
+        "tariff.components.rechtsschutz",
+        "the component has no tariff entry",
+    ),
+    "a tariff for a component that does not exist": (
+        lambda f: _edit(f / PFEFFERMINZIA, "    rechtsschutz:\n", "    rechtschutz:\n"),
+        "tariff.components.rechtschutz",
+        "no component 'rechtschutz'",
+    ),
+    "a key the format does not know": (
+        lambda f: _edit(f / PFEFFERMINZIA, "lineOfBusiness:", "lineOfBussiness:"),
+        "/",
+        "lineOfBusiness",
+    ),
+    "a product class no shape targets": (
+        lambda f: _edit(f / PFEFFERMINZIA, "vocab#Kraftfahrt2025\n", "vocab#Kraftfahrt2026\n"),
+        "class",
+        "no shape targets https://pfefferminzia.example/vocab#Kraftfahrt2026",
+    ),
+}  # fmt: skip
+
+
+def test_the_example_insurers_have_no_mistakes() -> None:
+    assert set(load_insurers()) >= {"pfefferminzia", "disrupto", "angloamerican"}
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_each_mistake_stops_the_load_naming_file_and_key(mistake: str, tmp_path: Path) -> None:
+    make, key, detail = MISTAKES[mistake]
+    folder = _copy(tmp_path)
+    make(folder)
+    with pytest.raises(InsurerDataError) as raised:
+        load_insurers(folder)
+    findings = raised.value.findings
+    assert any(
+        f.file.endswith(PFEFFERMINZIA) and f.key == key and detail in f.detail for f in findings
+    ), [str(f) for f in findings]
+
+
+def test_serve_refuses_to_start_with_a_broken_insurer_and_says_why(tmp_path: Path) -> None:
+    folder = _copy(tmp_path)
+    MISTAKES["a misspelt attribute"][0](folder)
+    result = subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "serve", "--insurers", str(folder),
+         "--port", str(free_port()), "--database", str(tmp_path / "s.sqlite3")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert re.search(r"kraftfahrt-2025\.yaml: tariff\.components\.kfz-haftpflicht", result.stderr)
+    assert "Traceback" not in result.stderr
+
+
+def test_insurer_check_reports_each_insurer(tmp_path: Path) -> None:
+    def check(folder: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "omds_ld.cli", "insurer", "check", str(folder)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    good = check(builtin_insurers_folder())
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "pfefferminzia: ok" in good.stdout
+    folder = _copy(tmp_path)
+    MISTAKES["an enumeration value without a factor"][0](folder)
+    bad = check(folder / "pfefferminzia")
+    assert bad.returncode == 1
+    assert "tariff.components.teilkasko.factors[0]" in bad.stdout

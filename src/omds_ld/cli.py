@@ -451,6 +451,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grade.set_defaults(run=_scenario_grade)
 
+    checker = commands.add_parser(
+        "check-insurer", help="check any insurer's interface against the norm, as an agent meets it"
+    )
+    checker.add_argument("--api", required=True, help="the interface's base URL (…/api)")
+    checker.add_argument("--token", help="a bearer token for the interface")
+    checker.add_argument("--header", action="append", help="a further header NAME=VALUE")
+    checker.add_argument("--facts", help="risk objects to use (YAML or JSON: class → fields)")
+    checker.add_argument("--json", help="write the report as JSON to this file")
+    checker.add_argument("--html", help="write the report as an HTML page to this file")
+    checker.add_argument("--timeout-seconds", type=float, default=30.0)
+    checker.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    checker.set_defaults(run=_check_insurer)
+
     insurer = commands.add_parser("insurer", help="work with insurers as data")
     insurer_commands = insurer.add_subparsers(dest="insurer_command", required=True)
     check = insurer_commands.add_parser(
@@ -468,6 +483,46 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(run=_demo)
     return parser
+
+
+def _check_insurer(args: argparse.Namespace) -> int:
+    import json
+
+    import httpx
+    from rich.console import Console
+
+    from omds_ld.check.insurer import InsurerChecker, html, load_facts
+    from omds_ld.norm import load_norm
+
+    headers = dict(h.split("=", 1) for h in args.header or ())
+    if args.token:
+        headers["Authorization"] = f"Bearer {args.token}"
+    facts = load_facts(Path(args.facts).read_text("utf-8")) if args.facts else {}
+    console = Console(stderr=True)
+    terminal = console.is_terminal
+
+    async def run() -> Any:
+        async with httpx.AsyncClient(headers=headers, timeout=args.timeout_seconds) as client:
+            status = console.status("checking …") if terminal else contextlib.nullcontext()
+            with status:
+                checker = InsurerChecker(
+                    load_norm(), args.api, client, facts, on_check=lambda c: print(c.line())
+                )
+                return await checker.run()
+
+    report = asyncio.run(run())
+    failed = report.failed
+    print(
+        f"{args.api}: {len(report.checks)} checks, {len(failed)} failed"
+        + (f"; premiums: {report.premiums}" if report.premiums else "")
+    )
+    for check in failed:
+        print(f"  FAIL {check.line()}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=2), "utf-8")
+    if args.html:
+        Path(args.html).write_text(html(report), "utf-8")
+    return 1 if failed else 0
 
 
 def _insurer_check(args: argparse.Namespace) -> int:

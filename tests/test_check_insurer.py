@@ -1,0 +1,77 @@
+"""``omds-ld check-insurer``: it passes the example insurers and an independent interface, and
+names each class of defect in a broken one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from omds_ld.insurer.data import load_insurers
+from tests.independent_insurer import Petcare
+from tests.servers import ExampleServer
+
+
+def check(api: str, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    report = tmp_path / "report.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "check-insurer", "--api", api,
+         "--json", str(report), "--html", str(tmp_path / "report.html"), *extra],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    return result.returncode, json.loads(report.read_text()), result.stdout
+
+
+@pytest.mark.parametrize("insurer", sorted(load_insurers()))
+def test_every_example_insurer_passes(insurer: str, server: ExampleServer, tmp_path: Path) -> None:
+    code, report, out = check(server.api(insurer), tmp_path)
+    assert code == 0, [c for c in report["checks"] if not c["passed"]]
+    assert report["passed"] and report["premiums"], out[-2000:]
+    names = {c["name"] for c in report["checks"]}
+    for expected in ("JSON-LD of the norm", "response schema", "cache headers", "condenses",
+                     "a body that violates its shape is refused", "a malformed body is refused",
+                     "a premium with a conforming report", "an unknown id is refused"):  # fmt: skip
+        assert expected in names, expected
+    assert f"{len(report['checks'])} checks, 0 failed" in out
+    assert (tmp_path / "report.html").read_text().startswith("<!doctype html>")
+
+
+def test_the_draft_insurers_are_checked_for_idempotency_and_no_change(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    _, report, _ = check(server.api("pfefferminzia"), tmp_path)
+    names = {c["name"] for c in report["checks"] if c["passed"]}
+    assert {"a retry with the same key replays", "the same key with another body is refused",
+            "a refused request changed nothing", "an unknown case is refused"} <= names  # fmt: skip
+
+
+def test_an_independent_interface_passes(tmp_path: Path) -> None:
+    with Petcare() as insurer:
+        code, report, _ = check(insurer.api, tmp_path)
+    assert code == 0, [c for c in report["checks"] if not c["passed"]]
+    assert report["premiums"]
+
+
+DEFECTS = {
+    "not JSON": ("listProducts", "JSON object"),
+    "no next steps": ("listProducts", "next steps"),
+    "not a type of the norm": ("listProducts", "answer type"),
+    "an error that is no problem": ("listProducts", "status"),
+    "a remote context": ("listProducts", "JSON-LD of the norm"),
+    "no published operations": ("readDefaultInstance", "an unknown id is refused"),
+}
+
+
+@pytest.mark.parametrize("defect", list(DEFECTS))
+def test_each_broken_variant_fails_naming_its_defect(defect: str, tmp_path: Path) -> None:
+    with Petcare(defect) as insurer:
+        code, report, out = check(insurer.api, tmp_path)
+    assert code == 1
+    operation, name = DEFECTS[defect]
+    failed = [(c["operation"], c["name"]) for c in report["checks"] if not c["passed"]]
+    assert (operation, name) in failed, failed
+    assert f"FAIL {operation} · {name} · FAIL" in out

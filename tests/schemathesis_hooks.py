@@ -5,14 +5,21 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 import schemathesis
 
+from omds_ld.insurer.data import load_insurers
+
 IRI = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:[!-~]*")
+_INSURERS = load_insurers(
+    Path(os.environ["OMDS_LD_INSURERS"]) if "OMDS_LD_INSURERS" in os.environ else None
+)
+# ids that exist at some insurer (a fourth one in the folder too), so tests reach the core logic
 KNOWN = {
-    "productId": ["kraftfahrt-2025", "kraftfahrt-2022", "home-2024", "motor-select-2024"],
-    "shapeId": ["VehicleShape", "DwellingShape", "CalculationRequestShape"],
+    "productId": sorted({p for i in _INSURERS.values() for p in i.products}),
+    "shapeId": sorted({s.local_name for i in _INSURERS.values() for s in i.shapes.values()}),
 }
 
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from omds_ld.insurer.data import load_insurers
 from tests.servers import ExampleServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "src" / "omds_ld" / "norm" / "data" / "openapi.yaml"
+# every insurer the example server has (a fourth one in the folder too), with one of its products
 PRODUCTS = {
-    "pfefferminzia": "https://pfefferminzia.example/products/kraftfahrt-2025",
-    "disrupto": "https://disrupto.example/products/kraftfahrt-2022",
-    "angloamerican": "https://angloamerican.example/products/home-2024",
+    name: next(iter(insurer.products.values())).iri for name, insurer in load_insurers().items()
 }
 
 

@@ -477,6 +477,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(run=_insurer_check)
 
+    tariffs = insurer_commands.add_parser(
+        "tariffs", help="the tariff tables of every insurer, as docs/tariffs.md shows them"
+    )
+    tariffs.add_argument("folder", nargs="?", help="a folder of insurers (default: the examples)")
+    tariffs.add_argument("--write", help="write them into this Markdown file, between its markers")
+    tariffs.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    tariffs.set_defaults(run=_insurer_tariffs)
+
     demo = commands.add_parser("demo", help="the reference agent on the seed's two examples")
     demo.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
@@ -523,6 +533,20 @@ def _check_insurer(args: argparse.Namespace) -> int:
     if args.html:
         Path(args.html).write_text(html(report), "utf-8")
     return 1 if failed else 0
+
+
+def _insurer_tariffs(args: argparse.Namespace) -> int:
+    from omds_ld.insurer.data import load_insurers
+    from omds_ld.insurer.tariff_doc import tables, with_tables
+
+    insurers = load_insurers(Path(args.folder) if args.folder else None)
+    if args.write:
+        path = Path(args.write)
+        path.write_text(with_tables(path.read_text("utf-8"), insurers), "utf-8")
+        print(f"{path}: the tables of {', '.join(sorted(insurers))}")
+    else:
+        print(tables(insurers))
+    return 0
 
 
 def _insurer_check(args: argparse.Namespace) -> int:

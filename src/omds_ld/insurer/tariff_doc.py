@@ -1,7 +1,9 @@
-"""Renders each product's tariff as the Markdown tables docs/tariffs.md shows."""
+"""Each product's tariff as the Markdown tables docs/tariffs.md shows: written by a command
+(``omds-ld insurer tariffs``), so a fourth insurer's tables come from its data, never by hand."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 
 from omds_ld.insurer.data import Insurer, Product
@@ -52,3 +54,27 @@ def product_tables(insurer: Insurer, product: Product) -> str:
         )
         lines.append("")
     return "\n".join(lines)
+
+
+BEGIN = "<!-- tables: written by `omds-ld insurer tariffs --write docs/tariffs.md` -->"
+END = "<!-- /tables -->"
+
+
+def tables(insurers: Mapping[str, Insurer]) -> str:
+    """Every product's tables, insurer by insurer, in the order of their names."""
+    return "\n".join(
+        product_tables(insurer, product)
+        for _, insurer in sorted(insurers.items())
+        for product in insurer.products.values()
+    )
+
+
+def with_tables(document: str, insurers: Mapping[str, Insurer]) -> str:
+    """The document with the part between the markers written anew from the data."""
+    head, found, rest = document.partition(BEGIN)
+    if not found:
+        raise ValueError(f"the document has no {BEGIN!r} marker")
+    _, found_end, tail = rest.partition(END)
+    if not found_end:
+        raise ValueError(f"the document has no {END!r} marker")
+    return f"{head}{BEGIN}\n\n{tables(insurers)}\n{END}{tail}"

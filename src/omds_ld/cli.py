@@ -43,6 +43,12 @@ def _limits(args: argparse.Namespace) -> Limits:
     return Limits(read_seconds=args.request_read_seconds, max_connections=args.max_connections)
 
 
+def _log_level(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--log-level", default=default, choices=["debug", "info", "warning", "error"]
+    )
+
+
 def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
     defaults = Limits()
     parser.add_argument(
@@ -371,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a write holds its Idempotency-Key; a crashed write's key is free after it",
     )
     _add_limit_flags(serve)
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _log_level(serve, "info")
     serve.set_defaults(run=_serve)
 
     mcp = commands.add_parser("mcp", help="run the MCP server of the norm in front of an insurer")
@@ -419,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="tool calls one caller may make a minute (bursts of 60); default: no limit",
     )
-    mcp.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _log_level(mcp, "info")
     mcp.set_defaults(run=_mcp)
 
     scenario = commands.add_parser("scenario", help="run agents on scenarios; grade protocols")
@@ -439,16 +445,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", help="an example server's URL (default: start one)")
     run.add_argument("--out", help="folder for the protocols (default: omds-ld-runs/<time>)")
     run.add_argument("--html", help="the HTML report (default: report.html in the --out folder)")
-    run.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
-    )
+    _log_level(run, "warning")
     run.set_defaults(run=_scenario_run)
     grade = scenario_commands.add_parser("grade", help="grade existing protocols (JSONL)")
     grade.add_argument("protocols", nargs="+")
     grade.add_argument("--html", help="also write the report as a self-contained HTML page")
-    grade.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
-    )
+    _log_level(grade, "warning")
     grade.set_defaults(run=_scenario_grade)
 
     checker = commands.add_parser(
@@ -461,9 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     checker.add_argument("--json", help="write the report as JSON to this file")
     checker.add_argument("--html", help="write the report as an HTML page to this file")
     checker.add_argument("--timeout-seconds", type=float, default=30.0)
-    checker.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
-    )
+    _log_level(checker, "warning")
     checker.set_defaults(run=_check_insurer)
 
     insurer = commands.add_parser("insurer", help="work with insurers as data")
@@ -472,9 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="check an insurer's folder (or a folder of them) as the server loads it"
     )
     check.add_argument("folder", help="an insurer's folder (with insurer.yaml), or their parent")
-    check.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
-    )
+    _log_level(check, "warning")
     check.set_defaults(run=_insurer_check)
 
     tariffs = insurer_commands.add_parser(
@@ -482,15 +480,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tariffs.add_argument("folder", nargs="?", help="a folder of insurers (default: the examples)")
     tariffs.add_argument("--write", help="write them into this Markdown file, between its markers")
-    tariffs.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
-    )
+    _log_level(tariffs, "warning")
     tariffs.set_defaults(run=_insurer_tariffs)
 
     demo = commands.add_parser("demo", help="the reference agent on the seed's two examples")
-    demo.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
-    )
+    _log_level(demo, "warning")
     demo.set_defaults(run=_demo)
     return parser
 

@@ -189,16 +189,7 @@ class Executor:
         if not hostile:
             _too_long(clean, "", hostile)
         if hostile:
-            in_body = any(f["pointer"].startswith("/body") for f in hostile)
-            raise Refusal(
-                self._problem(
-                    "invalid-body" if in_body else "invalid-parameter",
-                    f"the arguments of {spec.name} carry a value no request may carry; the "
-                    "insurer was not called",
-                    hostile,
-                    **{"bc:nextStep": self._entry_steps(spec, clean)},
-                )
-            )
+            raise self._bad_arguments(spec, clean, hostile, "carry a value no request may carry")
         body = clean.get("body")
         if isinstance(body, dict) and spec.operation.request_schema is not None:
             body = dict(body)
@@ -212,17 +203,22 @@ class Executor:
         violations = self._validator(spec).violations(clean)
         if violations:
             found = [{"pointer": v.pointer, "detail": v.detail} for v in violations]
-            in_body = any(f["pointer"].startswith("/body") for f in found)
-            raise Refusal(
-                self._problem(
-                    "invalid-body" if in_body else "invalid-parameter",
-                    f"the arguments of {spec.name} do not match its input schema; the insurer was "
-                    "not called",
-                    found,
-                    **{"bc:nextStep": self._entry_steps(spec, clean)},
-                )
-            )
+            raise self._bad_arguments(spec, clean, found, "do not match its input schema")
         return clean
+
+    def _bad_arguments(
+        self, spec: ToolSpec, arguments: Mapping[str, Any], found: list[dict[str, str]], why: str
+    ) -> Refusal:
+        """Arguments refused before the insurer is asked: the body's, or a parameter's."""
+        in_body = any(f["pointer"].startswith("/body") for f in found)
+        return Refusal(
+            self._problem(
+                "invalid-body" if in_body else "invalid-parameter",
+                f"the arguments of {spec.name} {why}; the insurer was not called",
+                found,
+                **{"bc:nextStep": self._entry_steps(spec, arguments)},
+            )
+        )
 
     async def known_products(self) -> list[dict[str, Any]]:
         """Every product of the insurer (all windows), from the shared read cache."""

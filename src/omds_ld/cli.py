@@ -77,6 +77,8 @@ def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from omds_ld import serving
+    from omds_ld.chat.app import ChatPage
+    from omds_ld.chat.conversations import Conversations
     from omds_ld.insurer.app import api_base, create_app
     from omds_ld.insurer.data import load_insurers
     from omds_ld.mcp.service import McpHosting, build_connectors
@@ -117,11 +119,17 @@ def _serve(args: argparse.Namespace) -> int:
     transport = AsgiTransport(insurer_app, mcp_config.timeout_seconds)
     connectors = build_connectors(mcp_config, norm, state, transport)
     hosting = McpHosting(connectors, mcp_config.http, state)
+    # the chat page reaches the MCP servers as any MCP client does: over HTTP, at their address
+    chat = ChatPage(
+        {name: config.base_url + mcp_config.http.path(name) for name in insurers},
+        {name: insurer.display_name for name, insurer in insurers.items()},
+        Conversations(config.database.with_name(config.database.stem + "-chat.sqlite3")),
+    )
     app = create_app(
         config,
         norm=norm,
         insurers=insurers,
-        extra_routes=hosting.routes(),
+        extra_routes=[*hosting.routes(), *chat.routes()],
         extra_lifespan=hosting.running,
     )
     insurer_app.app = app
@@ -130,6 +138,7 @@ def _serve(args: argparse.Namespace) -> int:
     for name, insurer in insurers.items():
         mode = "draft at the server" if insurer.draft_at_server else "tariff inquiry"
         print(f"  {insurer.display_name:<30} {config.base_url}{api_base(name)}  ({mode})", file=out)
+    print(f"Chat page (follow the next steps by hand): {config.base_url}/chat", file=out)
     print("MCP servers (Streamable HTTP); to add them to Claude Code:", file=out)
     for name in insurers:
         url = config.base_url + mcp_config.http.path(name)

@@ -380,6 +380,7 @@ def create_app(
             for name, insurer in insurers.items()
         ],
         "context": "/omds-ld/context.jsonld",
+        "chat": "/chat",
     }
     routes += [
         Route("/", _static(index)),

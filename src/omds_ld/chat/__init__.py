@@ -1,0 +1,1 @@
+"""The chatbot: the insurers' MCP servers in a browser, followed by hand (and, later, a model)."""

@@ -9,12 +9,15 @@ as data and are shown as text, never as HTML.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
+import uuid
 from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
+import yaml
 from mcp import Client
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -51,6 +54,8 @@ class ChatPage:
             Route("/chat/api/conversations", self.start, methods=["POST"]),
             Route("/chat/api/conversations/{cid}", self.read, methods=["GET", "DELETE"]),
             Route("/chat/api/conversations/{cid}/calls", self.call, methods=["POST"]),
+            Route("/chat/api/conversations/{cid}/protocol.jsonl", self.protocol, methods=["GET"]),
+            Route("/chat/api/conversations/{cid}/scenario", self.scenario, methods=["POST"]),
         ]
 
     # the browser session and where a request comes from
@@ -124,6 +129,50 @@ class ChatPage:
             return self._refused(404, "no such conversation")
         return JSONResponse({"id": cid, "events": events})
 
+    def _own_events(self, request: Request) -> list[dict[str, Any]] | None:
+        browser = self._browser(request)
+        return (
+            self.conversations.events(request.path_params["cid"], owner_of(browser))
+            if browser
+            else None
+        )
+
+    async def protocol(self, request: Request) -> Response:
+        """The conversation as a protocol file of the scenario checker (JSONL)."""
+        events = self._own_events(request)
+        if events is None:
+            return self._refused(404, "no such conversation")
+        body = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)
+        name = f"conversation-{request.path_params['cid']}.jsonl"
+        return Response(
+            body, media_type="application/x-ndjson",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )  # fmt: skip
+
+    async def scenario(self, request: Request) -> Response:
+        """The conversation saved as a scenario (YAML): the task and expected premium the user
+        gives, the servers it used, the risk object it sent as facts, the defaults it was left
+        with as the assumptions a correct answer names."""
+        if not self._same_origin(request):
+            return self._refused(403, "from the chat page of this server only")
+        events = self._own_events(request)
+        if events is None:
+            return self._refused(404, "no such conversation")
+        try:
+            payload: Any = await request.json()
+        except ValueError:
+            return self._refused(400, "the body is no JSON")
+        task = str(payload.get("task") or "").strip()
+        if not task:
+            return self._refused(422, "a scenario needs the task, in words")
+        try:
+            text = scenario_yaml(
+                events, task, payload.get("premium"), str(payload.get("currency") or "EUR")
+            )
+        except ValueError as error:
+            return self._refused(422, str(error))
+        return Response(text, media_type="application/yaml")
+
     async def call(self, request: Request) -> Response:
         """Call a tool at one insurer's MCP server, through the MCP client; record it."""
         browser = self._browser(request)
@@ -159,3 +208,51 @@ class ChatPage:
         }  # fmt: skip
         self.conversations.append(cid, owner, event)
         return JSONResponse(event)
+
+
+def scenario_yaml(events: list[dict[str, Any]], task: str, premium: Any, currency: str) -> str:
+    """A scenario of the checker from a conversation's protocol (see ``ChatPage.scenario``)."""
+    calls = [e for e in events if e.get("event") == TOOL_CALL and not e.get("is_error")]
+    servers = list(dict.fromkeys(str(e["mcp.server"]) for e in calls))
+    if not servers:
+        raise ValueError("the conversation called no tool yet")
+    facts: dict[str, Any] = {}
+    defaults: dict[str, str] = {}
+    premiums: dict[str, Any] = {}
+    for event in calls:
+        arguments = event.get("gen_ai.tool.call.arguments") or {}
+        body = arguments.get("body") if isinstance(arguments, dict) else None
+        if event["gen_ai.tool.name"] in ("createRiskObject", "updateRiskObject") and isinstance(
+            body, dict
+        ):
+            facts = {k: v for k, v in body.items() if k not in ("@context", "@id")}
+        elif event["gen_ai.tool.name"] == "inquireTariff" and isinstance(body, dict):
+            risks = (body.get("p:instance") or {}).get("p:hasRiskObject") or []
+            if risks and isinstance(risks[0], dict):
+                facts = {k: v for k, v in risks[0].items() if k not in ("@context", "@id")}
+        content = (event.get("mcp.tool.result") or {}).get("structuredContent") or {}
+        if content.get("premium"):
+            premiums[str(event["mcp.server"])] = content["premium"].get("gross")
+            defaults = {str(d["label"]): str(d["label"]) for d in content.get("defaults", [])}
+    if not facts:
+        raise ValueError("the conversation sent no risk object to take as the task's facts")
+    expected: dict[str, Any] = {"currency": currency}
+    if premium is not None and len(servers) == 1:
+        expected["premium"] = float(premium)
+    elif premiums:
+        expected["premiums"] = premiums
+    else:
+        raise ValueError("give the expected premium (the conversation reached none)")
+    scenario = {
+        "id": "conversation-" + uuid.uuid4().hex[:8],
+        "title": task[:80],
+        "task": task,
+        "servers": servers,
+        "facts": facts,
+        "expected": expected,
+        "assumptions": [{"name": label, "wordings": {"any": [label]}} for label in defaults],
+        "budget": {"tool_calls": max(12, 3 * len(calls)), "tokens": 100000, "cost": 1.0,
+                   "seconds": 300},
+        "runs": 3,
+    }  # fmt: skip
+    return str(yaml.safe_dump(scenario, allow_unicode=True, sort_keys=False))

@@ -6,11 +6,15 @@ const TEXT = german
   ? { title: "Die MCP-Server der Versicherer", send: "Aufrufen", next: "Folgeschritte",
       hand: "Folgeschritte von Hand gehen: ein Werkzeug wählen oder einen Folgeschritt einer Antwort.",
       premium: "Prämie", error: "Fehler", body: "Anfragekörper (JSON)",
-      assumed: "Noch auf dem Standard des Versicherers" }
+      assumed: "Noch auf dem Standard des Versicherers", keep: "Dieses Gespräch behalten",
+      download: "Herunterladen (JSONL-Protokoll)", task: "Die Aufgabe, in Worten",
+      expected: "Erwartete Prämie", save: "Als Szenario speichern (YAML)" }
   : { title: "The insurers' MCP servers", send: "Call", next: "Next steps",
       hand: "Follow the next steps by hand: choose a tool, or a next step of an answer.",
       premium: "Premium", error: "Error", body: "body (JSON)",
-      assumed: "Still at the insurer's default" };
+      assumed: "Still at the insurer's default", keep: "Keep this conversation",
+      download: "Download it (JSONL protocol)", task: "The task, in words",
+      expected: "Expected premium", save: "Save as a scenario (YAML)" };
 document.documentElement.lang = german ? "de" : "en";
 for (const node of document.querySelectorAll("[data-text]")) node.textContent = TEXT[node.dataset.text];
 
@@ -120,10 +124,30 @@ document.getElementById("call").addEventListener("submit", async (submitted) => 
   else show({ "mcp.server": server, "gen_ai.tool.name": tool, is_error: true, text: answer.body.detail });
 });
 
+document.getElementById("save").addEventListener("submit", async (submitted) => {
+  submitted.preventDefault();
+  const premium = document.getElementById("expected").value;
+  const response = await fetch(`/chat/api/conversations/${state.conversation}/scenario`, {
+    method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ task: document.getElementById("task").value,
+                           premium: premium === "" ? null : Number(premium) }),
+  });
+  if (!response.ok) {
+    const problem = await response.json();
+    show({ "mcp.server": "", "gen_ai.tool.name": TEXT.save, is_error: true, text: problem.detail });
+    return;
+  }
+  const link = element("a", { download: "scenario.yaml" });
+  link.href = URL.createObjectURL(new Blob([await response.text()], { type: "application/yaml" }));
+  link.click();
+});
+
 async function main() {
   const started = await api("/chat/api/conversations", { method: "POST", body: "{}" });
   state.conversation = started.body.id;
   document.body.dataset.conversation = state.conversation;
+  document.getElementById("download").href =
+    `/chat/api/conversations/${state.conversation}/protocol.jsonl`;
   const listed = await api("/chat/api/servers");
   const nav = document.getElementById("servers");
   for (const server of listed.body.servers) {

@@ -53,7 +53,7 @@ def canonical_cost(answer: dict[str, Any]) -> tuple[float, float]:
     the same answer in another equivalent form (expanded: full IRIs, the slow path)."""
     from pyld import jsonld
 
-    from omds_ld.mcp.executor import ANSWER_TYPES
+    from omds_ld.mcp.condense import ANSWER_TYPES
     from omds_ld.norm.jsonld import canonical, document_loader
 
     expanded = jsonld.expand(answer, {"documentLoader": document_loader})

@@ -195,7 +195,7 @@ def _variants(answer: dict[str, Any]) -> dict[str, Any]:
 def test_equivalent_json_ld_condenses_to_the_same_answer(
     form: str, service: InsurerService
 ) -> None:
-    from omds_ld.mcp.executor import ANSWER_TYPES
+    from omds_ld.mcp.condense import ANSWER_TYPES
     from omds_ld.norm.jsonld import canonical
 
     for name, answer in _answers(service).items():
@@ -207,7 +207,7 @@ def test_equivalent_json_ld_condenses_to_the_same_answer(
 
 
 def test_our_own_answers_take_the_fast_path(service: InsurerService) -> None:
-    from omds_ld.mcp.executor import ANSWER_TYPES
+    from omds_ld.mcp.condense import ANSWER_TYPES
     from omds_ld.norm.jsonld import canonical
 
     for name, answer in _answers(service).items():

@@ -23,14 +23,13 @@ from typing import Any
 import httpx
 
 from omds_ld.check.facts import risk_object
-from omds_ld.mcp.condense import READERS, condense, many
+from omds_ld.mcp.condense import ANSWER_TYPES, condense, many
 from omds_ld.norm import Norm, Operation
 from omds_ld.norm.catalogue import bundle_schema
-from omds_ld.norm.jsonld import canonical, expand_curie
+from omds_ld.norm.jsonld import NotJsonLd, canonical, expand_curie
 from omds_ld.norm.schemas import SchemaValidator
 
 PROBLEMS = "https://w3id.org/omds-ld/problems/"
-ANSWER_TYPES = frozenset(READERS)
 
 
 @dataclass(frozen=True)
@@ -185,7 +184,7 @@ class InsurerChecker:
             return None  # fmt: skip
         try:
             read = canonical(answer.body, ANSWER_TYPES)
-        except Exception as error:  # PyLD's errors have no common base of their own
+        except NotJsonLd as error:
             self.record(
                 operation_id, "JSON-LD of the norm", False, "/", f"{type(error).__name__}: {error}"
             )
@@ -211,7 +210,7 @@ class InsurerChecker:
         try:
             condensed = condense(read, operation=operation_id, insurer="check", language="en",
                                  status=answer.status, provenance={})  # fmt: skip
-        except Exception as error:
+        except Exception as error:  # whatever the condenser raises is what this check finds
             self.record(operation_id, "condenses", False, "", f"{type(error).__name__}: {error}")
         else:
             missing = condensed.structured.get("missing")

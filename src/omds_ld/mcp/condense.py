@@ -697,6 +697,8 @@ READERS: dict[str, Reader] = {
     "bc:BusinessCase": _business_case,
     "bc:Offer": _offer,
 }
+# the answer types of the norm: what every answer's @type is one of
+ANSWER_TYPES = frozenset(READERS)
 
 
 def condense(

@@ -26,7 +26,7 @@ from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import Upstream
 from omds_ld.norm import Norm
-from omds_ld.norm.jsonld import canonical
+from omds_ld.norm.jsonld import NotJsonLd, canonical
 
 log = logging.getLogger("omds_ld.mcp")
 
@@ -182,7 +182,7 @@ class Connector:
             return self._not_read(f"the insurer answered {answer.status}", answer.status < 500)
         try:
             knowledge = canonical(answer.body, frozenset({"pk:ProcessKnowledge"}))
-        except Exception as error:  # PyLD's errors have no common base of their own
+        except NotJsonLd as error:
             return self._not_read(f"the insurer's answer is no JSON-LD of the norm: {error}", True)
         draft = bool(knowledge.get("pk:draftAtServer"))
         before = set(self.specs)

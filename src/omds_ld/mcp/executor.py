@@ -18,13 +18,13 @@ import mcp_types as types
 from opentelemetry.trace import get_current_span
 
 from omds_ld.mcp.catalogue import ToolSpec
-from omds_ld.mcp.condense import READERS, Condensed, condense, condense_problem, local, many
+from omds_ld.mcp.condense import ANSWER_TYPES, Condensed, condense, condense_problem, local, many
 from omds_ld.mcp.requestlog import RequestLog, field_names
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import Upstream, UpstreamResponse
 from omds_ld.norm import Norm, hygiene
-from omds_ld.norm.jsonld import CONTEXT_URL, canonical
+from omds_ld.norm.jsonld import CONTEXT_URL, NotJsonLd, canonical
 from omds_ld.norm.schemas import SchemaValidator
 
 logger = logging.getLogger("omds_ld.mcp")
@@ -33,7 +33,6 @@ MAX_STRING = 4000
 MAX_SESSIONS_REMEMBERED = 10_000
 MAX_CASES_REMEMBERED = 20  # per session: what an error for an unknown case lists
 IDEMPOTENCY_TTL = 24 * 3600.0
-ANSWER_TYPES = frozenset(READERS)
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 # What a problem means for the caller, by HTTP status: the kinds of error a tool can return.
@@ -233,7 +232,7 @@ class Executor:
                 break
             try:
                 page = canonical(answer.body, ANSWER_TYPES)
-            except Exception:  # a broken list: the insurer judges the name itself
+            except NotJsonLd:  # a broken list: the insurer judges the name itself
                 break
             for product in many(page.get("p:product")):
                 if isinstance(product, dict):
@@ -389,13 +388,7 @@ class Executor:
         problem["bc:nextStep"] = [
             {"bc:operation": "listProducts", "bc:target": f"{self.upstream.api_url}/products"}
         ]
-        self.request_log.write(
-            {"time": provenance["time"], "insurer": self.instance.name,
-             "session": session_ref(session),
-             "tool": name, "outcome": "refused", "status": problem["status"],
-             "problem": problem["type"], "durationMs": 0.0, "provenance": provenance}
-        )  # fmt: skip
-        return _tool_result(self._refused(name, problem, provenance, known), error=True)
+        return self._answered_here(name, problem, provenance, session, "refused", known)
 
     async def unavailable(
         self, name: str, reason: str, session: str | None
@@ -411,13 +404,25 @@ class Executor:
                  "bc:target": f"{self.upstream.api_url}/process-knowledge"}
             ]},
         )  # fmt: skip
+        return self._answered_here(name, problem, provenance, session, "temporary")
+
+    def _answered_here(
+        self,
+        name: str,
+        problem: dict[str, Any],
+        provenance: dict[str, Any],
+        session: str | None,
+        outcome: str,
+        offered: Collection[str] | None = None,
+    ) -> types.CallToolResult:
+        """A tool error the MCP server gives without asking the insurer, logged like any call."""
         self.request_log.write(
             {"time": provenance["time"], "insurer": self.instance.name,
-             "session": session_ref(session),
-             "tool": name, "outcome": "temporary", "status": problem["status"],
-             "problem": problem["type"], "durationMs": 0.0, "provenance": provenance}
+             "session": session_ref(session), "tool": name, "outcome": outcome,
+             "status": problem["status"], "problem": problem["type"], "durationMs": 0.0,
+             "provenance": provenance}
         )  # fmt: skip
-        return _tool_result(self._refused(name, problem, provenance), error=True)
+        return _tool_result(self._refused(name, problem, provenance, offered), error=True)
 
     def _refused(
         self,
@@ -501,8 +506,8 @@ class Executor:
         if broken is None and answer.status < 400:
             try:
                 read = canonical(answer.body, ANSWER_TYPES)
-            except Exception as error:  # PyLD's errors have no common base of their own
-                broken = f"not JSON-LD of the norm ({type(error).__name__}: {str(error)[:200]})"
+            except NotJsonLd as error:
+                broken = f"not JSON-LD of the norm ({error})"
             else:
                 broken = _profile_gap(read)
         if broken is not None:

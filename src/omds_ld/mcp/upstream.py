@@ -168,8 +168,9 @@ class Upstream:
             await self._keep(key, generation, answer, answer.content, None)
         return result
 
-    async def forget(self, operation: Operation, path_params: Mapping[str, str],
-                     query: Mapping[str, Any]) -> None:  # fmt: skip
+    async def forget(
+        self, operation: Operation, path_params: Mapping[str, str], query: Mapping[str, Any]
+    ) -> None:
         """Drop a kept read (an answer found to break the norm is never served again)."""
         await self.state.delete(f"cache:{self.name}:{self.url(operation, path_params, query)}")
 

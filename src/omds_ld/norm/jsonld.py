@@ -8,6 +8,7 @@ from importlib import resources
 from typing import Any
 
 from pyld import jsonld
+from pyld.jsonld import JsonLdError
 
 CONTEXT_URL = "https://w3id.org/omds-ld/context.jsonld"
 BC = "https://w3id.org/omds-ld/bc#"
@@ -22,6 +23,10 @@ PREFIXES = {"bc": BC, "p": P, "pk": PK, "sh": SH, "xsd": XSD, "rdfs": RDFS}
 
 class RemoteContextRefused(ValueError):
     """A document asked for a context that is not the norm's; it is never fetched."""
+
+
+class NotJsonLd(ValueError):
+    """A document is no JSON-LD the norm can read (PyLD's reason, or a refused remote context)."""
 
 
 @cache
@@ -124,12 +129,16 @@ def canonical(
     the norm's prefixes, one tree (a flattened ``@graph`` embedded again below its root, the node
     whose type is one of ``root_types``, else the first). Any equivalent JSON-LD gives the same
     form; a document already in it is returned as it is (the fast path). Only the norm's context
-    is ever loaded: any other remote context raises ``RemoteContextRefused``."""
+    is ever loaded: any other remote context, like anything PyLD cannot read, raises
+    ``NotJsonLd``."""
     if isinstance(document, dict) and _canonical_already(document):
         return document
     options = {"documentLoader": document_loader}
-    expanded = jsonld.expand(document, options)
-    compacted: dict[str, Any] = jsonld.compact(expanded, CONTEXT_URL, options)
+    try:
+        expanded = jsonld.expand(document, options)
+        compacted: dict[str, Any] = jsonld.compact(expanded, CONTEXT_URL, options)
+    except (JsonLdError, ValueError, TypeError) as error:
+        raise NotJsonLd(f"{type(error).__name__}: {str(error)[:300]}") from error
     graph = compacted.pop("@graph", None)
     if graph is not None:
         nodes = {n["@id"]: n for n in graph if isinstance(n, dict) and "@id" in n}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -78,23 +79,52 @@ def test_a_write_and_its_answer_commit_together_or_not_at_all(tmp_path: Path) ->
 
 
 def test_a_claim_whose_holder_died_lapses_after_its_lease(tmp_path: Path) -> None:
-    store, case = _store_with_case(tmp_path)
-    first = store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 0.3)
+    """The holder is another process on the same file (it stalled or died): in this process its
+    claim is only in the store, and lapses with its lease."""
+    holder, case = _store_with_case(tmp_path)
+    store = Store(holder.path)  # the process that gets the retries
+    first = holder.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 0.3)
     assert isinstance(first, Claim)
     assert store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 0.3) == "in-progress"
     time.sleep(0.4)  # the holder never completed: nothing was done under its claim
     second = store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 15)
     assert isinstance(second, Claim)
-    with pytest.raises(ClaimLost), store.unit():  # the first holder wakes up too late
-        store.update_case(replace(case, status="calculated"), expected_version=1)
-        store.complete_idempotent("pfefferminzia", "alpha", "k", first, 201, {}, b"late")
+    with pytest.raises(ClaimLost), holder.unit():  # the first holder wakes up too late
+        holder.update_case(replace(case, status="calculated"), expected_version=1)
+        holder.complete_idempotent("pfefferminzia", "alpha", "k", first, 201, {}, b"late")
     with store.unit():
         store.update_case(replace(case, status="calculated"), expected_version=1)
         store.complete_idempotent("pfefferminzia", "alpha", "k", second, 201, {}, b"once")
+    store.let_go("pfefferminzia", "alpha", "k")
     replay = store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 15)
     assert isinstance(replay, Replay) and replay.body == b"once"
     after = store.get_case("pfefferminzia", "c1", "alpha")
     assert after is not None and after.version == 2
+    store.close()
+    holder.close()
+
+
+def test_a_duplicate_of_a_running_request_is_told_at_once(tmp_path: Path) -> None:
+    """In the process that runs it, a request holding its key is in flight: a duplicate gets
+    'in-progress' (another body 'mismatch') without waiting for the write's transaction."""
+    store, case = _store_with_case(tmp_path)
+    claim = store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 15)
+    assert isinstance(claim, Claim)
+    with store.unit():  # the write runs; another thread's claim must not wait for it
+        answers: list[object] = []
+        worker = threading.Thread(
+            target=lambda: answers.extend(
+                [store.begin_idempotent("pfefferminzia", "alpha", "k", f, 3600, 15)
+                 for f in ("f", "other")]
+            )
+        )  # fmt: skip
+        worker.start()
+        worker.join(timeout=5)
+        assert answers == ["in-progress", "mismatch"]
+        store.update_case(replace(case, status="calculated"), expected_version=1)
+        store.complete_idempotent("pfefferminzia", "alpha", "k", claim, 201, {}, b"done")
+    store.let_go("pfefferminzia", "alpha", "k")
+    assert isinstance(store.begin_idempotent("pfefferminzia", "alpha", "k", "f", 3600, 15), Replay)
     store.close()
 
 

@@ -174,6 +174,9 @@ class OperationEndpoint:
                 Problem("internal-error", "the interface failed; nothing was changed, retry later"),
                 path,
             )
+        finally:
+            if claimed is not None:  # committed or released: no longer running here
+                store.let_go(insurer, claimed[0], claimed[1])
 
     def _broker(self, headers: Mapping[str, str]) -> Broker:
         authorization = headers.get("authorization")

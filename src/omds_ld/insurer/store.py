@@ -111,6 +111,10 @@ class Store:
         self.path = path
         self._lock = threading.RLock()
         self._unit = threading.local()
+        # keys whose request runs in this process now, with their fingerprint: a duplicate sees
+        # them at once, without waiting for the store (a write holds it for its transaction)
+        self._flight_lock = threading.Lock()
+        self._in_flight: dict[tuple[str, str, str], str] = {}
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -281,6 +285,35 @@ class Store:
 
         A claim whose lease lapsed was never completed (completing commits with the write), so
         nothing was done under it: the key is free again, for any body."""
+        flight = (insurer, broker, key)
+        with self._flight_lock:
+            running = self._in_flight.get(flight)
+            if running is not None:
+                return "in-progress" if running == fingerprint else "mismatch"
+            self._in_flight[flight] = fingerprint
+        try:
+            state = self._claim(insurer, broker, key, fingerprint, retention_seconds, lease_seconds)
+        except BaseException:
+            self.let_go(insurer, broker, key)
+            raise
+        if not isinstance(state, Claim):
+            self.let_go(insurer, broker, key)
+        return state
+
+    def let_go(self, insurer: str, broker: str, key: str) -> None:
+        """The request holding the key in this process has ended (its record is in the store)."""
+        with self._flight_lock:
+            self._in_flight.pop((insurer, broker, key), None)
+
+    def _claim(
+        self,
+        insurer: str,
+        broker: str,
+        key: str,
+        fingerprint: str,
+        retention_seconds: float,
+        lease_seconds: float,
+    ) -> Claim | IdempotencyState | Replay:
         now = time.time()
         claim = Claim(secrets.token_hex(8), now + lease_seconds)
         with self._transaction() as db:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
@@ -120,17 +121,32 @@ def _serve(args: argparse.Namespace) -> int:
     connectors = build_connectors(mcp_config, norm, state, transport)
     hosting = McpHosting(connectors, mcp_config.http, state)
     # the chat page reaches the MCP servers as any MCP client does: over HTTP, at their address
+    agent = None
+    if args.chat_model:
+        from omds_ld.scenarios.agents.models import make_agent
+
+        try:
+            agent = make_agent(args.chat_model, os.environ, args.chat_model_base_url)
+        except ValueError as error:
+            raise SystemExit(f"omds-ld serve: --chat-model: {error}") from None
     chat = ChatPage(
         {name: config.base_url + mcp_config.http.path(name) for name in insurers},
         {name: insurer.display_name for name, insurer in insurers.items()},
         Conversations(config.database.with_name(config.database.stem + "-chat.sqlite3")),
+        agent,
     )
+
+    @contextlib.asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        async with hosting.running(), chat.running():
+            yield
+
     app = create_app(
         config,
         norm=norm,
         insurers=insurers,
         extra_routes=[*hosting.routes(), *chat.routes()],
-        extra_lifespan=hosting.running,
+        extra_lifespan=running,
     )
     insurer_app.app = app
     out = sys.stderr
@@ -138,7 +154,8 @@ def _serve(args: argparse.Namespace) -> int:
     for name, insurer in insurers.items():
         mode = "draft at the server" if insurer.draft_at_server else "tariff inquiry"
         print(f"  {insurer.display_name:<30} {config.base_url}{api_base(name)}  ({mode})", file=out)
-    print(f"Chat page (follow the next steps by hand): {config.base_url}/chat", file=out)
+    chatting = f"with {agent.name}, or by hand" if agent else "by hand; --chat-model for a model"
+    print(f"Chat page ({chatting}): {config.base_url}/chat", file=out)
     print("MCP servers (Streamable HTTP); to add them to Claude Code:", file=out)
     for name in insurers:
         url = config.base_url + mcp_config.http.path(name)
@@ -384,6 +401,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=15.0,
         help="how long a write holds its Idempotency-Key; a crashed write's key is free after it",
+    )
+    serve.add_argument(
+        "--chat-model",
+        help="the chat page's model: anthropic:MODEL (key from ANTHROPIC_API_KEY) or openai:MODEL "
+        "(OPENAI_API_KEY; any OpenAI-compatible endpoint); without it the page works by hand",
+    )
+    serve.add_argument(
+        "--chat-model-base-url",
+        help="the OpenAI-compatible endpoint of --chat-model openai:… (e.g. a local model server)",
     )
     _add_limit_flags(serve)
     _log_level(serve, "info")

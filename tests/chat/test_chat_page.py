@@ -14,10 +14,18 @@ from typing import Any
 import pytest
 
 from omds_ld.insurer.data import builtin_insurers_folder
+from tests.chat.conftest import TASK
 from tests.insurer.test_flows import SKODA
 from tests.servers import ExampleServer
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# where the tests leave screenshots of the page (for docs/), if anywhere
+SCREENSHOTS = os.environ.get("OMDS_LD_SCREENSHOTS")
+
+
+def _screenshot(page: Any, name: str) -> None:
+    if SCREENSHOTS:
+        page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=True)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +50,7 @@ def browser() -> Iterator[Any]:
 def _follow(page: Any, tool: str) -> None:
     """Click the newest answer's next step for this tool, then call it."""
     page.wait_for_selector(f"#log article .steps button[data-tool={tool}]")
-    page.click(f"#log article:first-child .steps button[data-tool={tool}] >> nth=0")
+    page.click(f"#log article:last-of-type .steps button[data-tool={tool}] >> nth=0")
     page.click("#call button[type=submit]")
 
 
@@ -55,14 +63,73 @@ def test_by_hand_the_seeds_example_reaches_its_premium(server: ExampleServer, br
     page.click("#call button[type=submit]")
     _follow(page, "createCalculation")  # the step's ready body is filled in
     page.wait_for_selector("#log article .steps button[data-tool=createRiskObject]")
-    page.click("#log article:first-child .steps button[data-tool=createRiskObject] >> nth=0")
+    page.click("#log article:last-of-type .steps button[data-tool=createRiskObject] >> nth=0")
     page.fill("#field-body", json.dumps(SKODA))
     page.click("#call button[type=submit]")
     _follow(page, "calculatePremium")
     page.wait_for_selector("#log article .premium")
-    assert "1.684,88" in page.inner_text("#log article:first-child .premium")
-    assert "Bonus-Malus-Stufe = 9" in page.inner_text("#log article:first-child .defaults")
+    assert "1.684,88" in page.inner_text("#log article:last-of-type .premium")
+    assert "Bonus-Malus-Stufe = 9" in page.inner_text("#log article:last-of-type .defaults")
+    _screenshot(page, "chat-by-hand.png")
     page.close()
+
+
+def test_chat_with_a_model_shows_its_calls_and_answer_and_grades_it(
+    chatting: ExampleServer, browser: Any
+) -> None:
+    page = browser.new_page(locale="de-DE", viewport={"width": 1100, "height": 900})
+    page.goto(chatting.url + "/chat")
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.is_visible("#chat") and "openai:gpt-4.1-mini" in page.inner_text("#mode")
+    page.fill("#message", TASK)
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # the send button, from the keyboard
+    page.wait_for_selector("article.final")
+    page.wait_for_selector("body[data-busy=false]")
+    assert page.locator("#log article.tool h3").all_inner_texts() == [
+        f"pfefferminzia · {tool}"
+        for tool in ("listProducts", "createCalculation", "createRiskObject", "calculatePremium")
+    ]
+    # the model's calls are collapsed; the premium stands out in the final answer
+    assert page.locator("#log article.tool details[open]").count() == 0
+    assert "1.684,88" in page.inner_text("article.final .premium")
+    assert "1684.88 EUR" in page.inner_text("article.final .said")
+    assert "5 Modellaufrufe" in page.inner_text("#usage")
+    page.click("#keep summary")
+    page.fill("#expected", "1684.88")
+    page.click("#grade")
+    page.wait_for_selector("#verdict[data-passed]")
+    assert page.get_attribute("#verdict", "data-passed") == "true"
+    assert page.locator("#verdict li.passed").count() == 6
+    _screenshot(page, "chat-with-a-model.png")
+    # the conversation is in the address: a reload takes it up again
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.locator("#log article.tool").count() == 4
+    assert "1684.88 EUR" in page.inner_text("article.final .said")
+    page.close()
+
+
+def test_a_second_browser_session_cannot_open_the_first_ones_conversation(
+    chatting: ExampleServer, browser: Any
+) -> None:
+    first = browser.new_context()
+    page = first.new_page()
+    page.goto(chatting.url + "/chat")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("section[data-server=disrupto] button[data-tool=listProducts]")
+    page.click("#call button[type=submit]")
+    page.wait_for_selector("#log article.tool")
+    address = page.url
+    assert "#c=" in address
+    second = browser.new_context()
+    other = second.new_page()
+    other.goto(address)
+    other.wait_for_selector("body[data-ready=true]")
+    assert other.locator("#log article").count() == 0, "a fresh conversation, not the first one's"
+    assert other.evaluate("document.body.dataset.conversation") not in address
+    first.close()
+    second.close()
 
 
 def test_the_page_works_from_the_keyboard_on_a_phone_sized_window(

@@ -25,6 +25,7 @@ from tests.servers import free_port
 PRODUCT = re.compile(r"https://pfefferminzia\.example/products/[a-z0-9-]+")
 CASE = re.compile(r"Business case ([0-9a-f]+)")
 PREMIUM = re.compile(r"Premium: ([0-9.]+) EUR")
+DEFAULTS = re.compile(r"Still at the insurer's default: (.+)")
 USAGE = {"input": 1000, "step": 100, "output": 50}
 
 
@@ -48,9 +49,11 @@ def next_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
         return ("pfefferminzia__calculatePremium", {"caseId": case_id})
     premium = PREMIUM.search(last)
     amount = premium.group(1) if premium else "?"
+    defaults = DEFAULTS.search(last)
+    assumed = defaults.group(1) if defaults else "Zulassungsbezirk W und Bonus-Malus-Stufe 9"
     return (
         f"Die Kfz-Versicherung kostet {amount} EUR im Jahr. Angenommen habe ich die Standardwerte: "
-        "Zulassungsbezirk W und Bonus-Malus-Stufe 9."
+        f"{assumed}."
     )
 
 

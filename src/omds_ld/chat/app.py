@@ -9,24 +9,28 @@ as data and are shown as text, never as HTML.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import secrets
-import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from importlib import resources
 from typing import Any
 
 import yaml
 from mcp import Client
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from omds_ld.chat.conversations import Conversations, owner_of
-from omds_ld.scenarios.protocol import RUN_START, TOOL_CALL, now
-from omds_ld.scenarios.session import result_text
+from omds_ld.chat.worker import TURN_END, USER, Workers
+from omds_ld.scenarios.agents.models import INSTRUCTION, ModelAgent
+from omds_ld.scenarios.grader import grade
+from omds_ld.scenarios.protocol import MODEL_CALL, RUN_END, RUN_START, TOOL_CALL, now
 
 COOKIE = "omds_ld_chat"
 SESSIONLESS = "2026-07-28"
@@ -40,11 +44,23 @@ class ChatPage:
         mcp_urls: Mapping[str, str],
         display_names: Mapping[str, str],
         conversations: Conversations,
+        agent: ModelAgent | None = None,
     ) -> None:
         self.mcp_urls = dict(mcp_urls)
         self.display_names = dict(display_names)
         self.conversations = conversations
+        self.agent = agent
+        self.workers = Workers(self.mcp_urls, conversations, agent)
         self.static = resources.files("omds_ld.chat").joinpath("static")
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """While the server runs; at its end every conversation's MCP sessions are closed."""
+        try:
+            yield
+        finally:
+            await self.workers.close()
+            self.conversations.close()
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -54,6 +70,9 @@ class ChatPage:
             Route("/chat/api/conversations", self.start, methods=["POST"]),
             Route("/chat/api/conversations/{cid}", self.read, methods=["GET", "DELETE"]),
             Route("/chat/api/conversations/{cid}/calls", self.call, methods=["POST"]),
+            Route("/chat/api/conversations/{cid}/messages", self.say, methods=["POST"]),
+            Route("/chat/api/conversations/{cid}/events", self.stream, methods=["GET"]),
+            Route("/chat/api/conversations/{cid}/grade", self.grade, methods=["POST"]),
             Route("/chat/api/conversations/{cid}/protocol.jsonl", self.protocol, methods=["GET"]),
             Route("/chat/api/conversations/{cid}/scenario", self.scenario, methods=["POST"]),
         ]
@@ -98,12 +117,19 @@ class ChatPage:
                     "displayName": self.display_names.get(name, name),
                     "tools": [
                         {"name": t.name, "title": t.title, "description": t.description,
-                         "inputSchema": t.input_schema}
+                         "inputSchema": t.input_schema,
+                         "readOnly": bool(t.annotations and t.annotations.read_only_hint)}
                         for t in tools
                     ],
                 }
             )  # fmt: skip
-        return JSONResponse({"servers": out})
+        model = (
+            {"name": self.agent.name, "instruction": INSTRUCTION, "priced": self.agent.price
+             is not None}
+            if self.agent is not None
+            else None
+        )  # fmt: skip
+        return JSONResponse({"servers": out, "model": model})
 
     # conversations
 
@@ -111,8 +137,10 @@ class ChatPage:
         browser = self._browser(request)
         if not self._same_origin(request) or not browser:
             return self._refused(403, "from the chat page of this server only")
-        first = {"event": RUN_START, "time": now(), "agent": "by hand", "model": None,
-                 "servers": list(self.mcp_urls)}  # fmt: skip
+        model = self.agent.name if self.agent is not None else None
+        first = {"event": RUN_START, "time": now(), "agent": model or "by hand",
+                 "gen_ai.request.model": model, "servers": list(self.mcp_urls),
+                 "settings": {"instruction": INSTRUCTION} if model else {}}  # fmt: skip
         conversation = self.conversations.start(owner_of(browser), first)
         return JSONResponse({"id": conversation}, 201)
 
@@ -127,7 +155,9 @@ class ChatPage:
         events = self.conversations.events(cid, owner_of(browser)) if browser else None
         if events is None:  # someone else's is as unknown as one that never was
             return self._refused(404, "no such conversation")
-        return JSONResponse({"id": cid, "events": events})
+        return JSONResponse(
+            {"id": cid, "events": events, "usage": usage_of(events), "busy": self.workers.busy(cid)}
+        )
 
     def _own_events(self, request: Request) -> list[dict[str, Any]] | None:
         browser = self._browser(request)
@@ -196,22 +226,141 @@ class ChatPage:
             return self._refused(
                 422, f"server is one of {', '.join(self.mcp_urls)}; a tool; arguments"
             )
-        started = time.perf_counter()
-        async with Client(self.mcp_urls[server], mode=SESSIONLESS) as client:
-            result = await client.call_tool(tool, arguments)
-        event = {
-            "event": TOOL_CALL, "time": now(), "mcp.server": server, "gen_ai.tool.name": tool,
-            "gen_ai.tool.call.arguments": arguments,
-            "mcp.tool.result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
-            "text": result_text(result), "is_error": bool(result.is_error),
-            "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-        }  # fmt: skip
-        self.conversations.append(cid, owner, event)
+        try:
+            event = await self.workers.call(cid, owner, server, tool, arguments)
+        except Exception as error:  # the MCP server could not be reached
+            return self._refused(502, f"{server}'s MCP server: {type(error).__name__}: {error}")
         return JSONResponse(event)
+
+    async def say(self, request: Request) -> Response:
+        """The user's message to the model; the answer comes as the conversation's events."""
+        browser = self._browser(request)
+        if not self._same_origin(request) or not browser:
+            return self._refused(403, "from the chat page of this server only")
+        owner, cid = owner_of(browser), request.path_params["cid"]
+        events = self.conversations.events(cid, owner)
+        if events is None:
+            return self._refused(404, "no such conversation")
+        if self.agent is None:
+            return self._refused(
+                409,
+                "no model is configured (omds-ld serve --chat-model …); follow the steps by hand",
+            )
+        try:
+            payload: Any = await request.json()
+        except ValueError:
+            return self._refused(400, "the body is no JSON")
+        text = str(payload.get("text") or "").strip() if isinstance(payload, dict) else ""
+        if not text:
+            return self._refused(422, "a message needs text")
+        self.workers.say(cid, owner, text)
+        return JSONResponse({"after": len(events) - 1}, 202)
+
+    async def stream(self, request: Request) -> Response:
+        """The conversation's events after ``after`` (or the Last-Event-ID), as server-sent events
+        while the conversation is busy; then ``idle`` and the stream ends."""
+        browser = self._browser(request)
+        owner, cid = owner_of(browser or ""), request.path_params["cid"]
+        if not browser or self.conversations.events(cid, owner) is None:
+            return self._refused(404, "no such conversation")
+        try:
+            after = int(request.headers.get("last-event-id") or request.query_params["after"])
+        except (KeyError, ValueError):
+            after = -1
+
+        async def events() -> AsyncIterator[ServerSentEvent]:
+            nonlocal after
+            while True:
+                changed = self.workers.changes(cid)
+                busy = self.workers.busy(cid)
+                found = self.conversations.events(cid, owner) or []
+                for index in range(after + 1, len(found)):
+                    data = json.dumps({**found[index], "index": index}, ensure_ascii=False)
+                    yield ServerSentEvent(data=data, id=str(index))
+                    after = index
+                if not busy:
+                    yield ServerSentEvent(data="{}", event="idle")
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), 15)
+
+        return EventSourceResponse(events(), ping=10)
+
+    async def grade(self, request: Request) -> Response:
+        """Grade the conversation with the scenario checker's six criteria, against the premium the
+        user expected (the task: the user's first message unless given)."""
+        if not self._same_origin(request):
+            return self._refused(403, "from the chat page of this server only")
+        events = self._own_events(request)
+        if events is None:
+            return self._refused(404, "no such conversation")
+        try:
+            payload: Any = await request.json()
+        except ValueError:
+            return self._refused(400, "the body is no JSON")
+        said = [str(e.get("text", "")) for e in events if e.get("event") == USER]
+        task = str(payload.get("task") or (said[0] if said else "")).strip()
+        expected = payload.get("premium")
+        if expected in (None, "", {}):
+            return self._refused(
+                422, "say which premium you expected (a number, or one per insurer)"
+            )
+        try:
+            scenario = scenario_of(
+                events, task or "(by hand)", expected, str(payload.get("currency") or "EUR")
+            )
+        except ValueError as error:
+            return self._refused(422, str(error))
+        verdict = grade(as_protocol(events, scenario))
+        return JSONResponse(
+            {
+                "passed": verdict.passed,
+                "criteria": [
+                    {"name": c.name, "passed": c.passed, "reason": c.reason,
+                     "evidence": list(c.evidence)}
+                    for c in verdict.criteria
+                ],
+            }
+        )  # fmt: skip
+
+
+def as_protocol(events: list[dict[str, Any]], scenario: dict[str, Any]) -> list[dict[str, Any]]:
+    """A conversation as the protocol of one run of ``scenario``: its start names the scenario,
+    its turns' times add up to the run's, and it ends as its last turn ended."""
+    turns = [e for e in events if e.get("event") == TURN_END]
+    start = {**events[0], "scenario": scenario}
+    end = {
+        "event": RUN_END, "time": now(),
+        "reason": str(turns[-1].get("reason", "done")) if turns else "done",
+        "detail": str(turns[-1].get("detail", "")) if turns else "",
+        "seconds": round(sum(float(t.get("seconds", 0)) for t in turns), 3),
+    }  # fmt: skip
+    return [start, *events[1:], end]
+
+
+def usage_of(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The conversation's model calls, tokens and cost, summed."""
+    calls = [e for e in events if e.get("event") == MODEL_CALL]
+    return {
+        "calls": len(calls),
+        "input_tokens": sum(int(e.get("gen_ai.usage.input_tokens", 0)) for e in calls),
+        "output_tokens": sum(int(e.get("gen_ai.usage.output_tokens", 0)) for e in calls),
+        "cost_usd": round(sum(float(e.get("cost_usd", 0.0)) for e in calls), 6),
+    }
 
 
 def scenario_yaml(events: list[dict[str, Any]], task: str, premium: Any, currency: str) -> str:
     """A scenario of the checker from a conversation's protocol (see ``ChatPage.scenario``)."""
+    scenario = scenario_of(events, task, premium, currency)
+    return str(yaml.safe_dump(scenario, allow_unicode=True, sort_keys=False))
+
+
+def scenario_of(
+    events: list[dict[str, Any]], task: str, premium: Any, currency: str
+) -> dict[str, Any]:
+    """The scenario a conversation worked on: the task, the servers it used, the risk object it
+    sent as facts, the defaults it was left with as the assumptions a correct answer names, and
+    the expected premium the user gives (or the premiums it reached, with several servers)."""
     calls = [e for e in events if e.get("event") == TOOL_CALL and not e.get("is_error")]
     servers = list(dict.fromkeys(str(e["mcp.server"]) for e in calls))
     if not servers:
@@ -237,12 +386,20 @@ def scenario_yaml(events: list[dict[str, Any]], task: str, premium: Any, currenc
     if not facts:
         raise ValueError("the conversation sent no risk object to take as the task's facts")
     expected: dict[str, Any] = {"currency": currency}
-    if premium is not None and len(servers) == 1:
-        expected["premium"] = float(premium)
-    elif premiums:
+    try:
+        if isinstance(premium, dict) and premium:
+            unknown = sorted(set(premium) - set(servers))
+            if unknown:
+                raise ValueError(f"the conversation used no {', '.join(unknown)}")
+            expected["premiums"] = {str(k): float(v) for k, v in premium.items()}
+        elif premium not in (None, "") and len(servers) == 1:
+            expected["premium"] = float(premium)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"the expected premium is no number: {error}") from None
+    if "premium" not in expected and "premiums" not in expected:
+        if not premiums:
+            raise ValueError("give the expected premium (the conversation reached none)")
         expected["premiums"] = premiums
-    else:
-        raise ValueError("give the expected premium (the conversation reached none)")
     scenario = {
         "id": "conversation-" + uuid.uuid4().hex[:8],
         "title": task[:80],
@@ -255,4 +412,4 @@ def scenario_yaml(events: list[dict[str, Any]], task: str, premium: Any, currenc
                    "seconds": 300},
         "runs": 3,
     }  # fmt: skip
-    return str(yaml.safe_dump(scenario, allow_unicode=True, sort_keys=False))
+    return scenario

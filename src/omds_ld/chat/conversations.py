@@ -14,7 +14,8 @@ from typing import Any
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chat_conversations (
-    id TEXT PRIMARY KEY, owner TEXT NOT NULL, created REAL NOT NULL, events TEXT NOT NULL
+    id TEXT PRIMARY KEY, owner TEXT NOT NULL, created REAL NOT NULL, events TEXT NOT NULL,
+    history TEXT
 );
 """
 
@@ -34,6 +35,9 @@ class Conversations:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(chat_conversations)")}
+        if "history" not in columns:  # a store from before the page could chat with a model
+            self._db.execute("ALTER TABLE chat_conversations ADD COLUMN history TEXT")
 
     def close(self) -> None:
         with self._lock:
@@ -43,7 +47,7 @@ class Conversations:
         conversation = uuid.uuid4().hex
         with self._lock:
             self._db.execute(
-                "INSERT INTO chat_conversations VALUES (?,?,?,?)",
+                "INSERT INTO chat_conversations (id, owner, created, events) VALUES (?,?,?,?)",
                 (conversation, owner, time.time(), json.dumps([first])),
             )
         return conversation
@@ -57,7 +61,8 @@ class Conversations:
             ).fetchone()
         return None if row is None else list(json.loads(row[0]))
 
-    def append(self, conversation: str, owner: str, event: dict[str, Any]) -> bool:
+    def append(self, conversation: str, owner: str, event: dict[str, Any]) -> int | None:
+        """Add an event; its index in the conversation, or None if the conversation is gone."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             row = self._db.execute(
@@ -66,14 +71,30 @@ class Conversations:
             ).fetchone()
             if row is None:
                 self._db.execute("ROLLBACK")
-                return False
+                return None
             events = [*json.loads(row[0]), event]
             self._db.execute(
                 "UPDATE chat_conversations SET events=? WHERE id=?",
-                (json.dumps(events), conversation),
+                (json.dumps(events, ensure_ascii=False, default=str), conversation),
             )
             self._db.execute("COMMIT")
-        return True
+        return len(events) - 1
+
+    def history(self, conversation: str, owner: str) -> list[dict[str, Any]] | None:
+        """What the model has been told so far, in its provider's format (None: nothing yet)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT history FROM chat_conversations WHERE id=? AND owner=?",
+                (conversation, owner),
+            ).fetchone()
+        return list(json.loads(row[0])) if row and row[0] else None
+
+    def keep_history(self, conversation: str, owner: str, history: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE chat_conversations SET history=? WHERE id=? AND owner=?",
+                (json.dumps(history, ensure_ascii=False, default=str), conversation, owner),
+            )
 
     def delete(self, conversation: str, owner: str) -> bool:
         with self._lock:

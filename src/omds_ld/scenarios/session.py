@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from mcp import Client
 
-from omds_ld.scenarios.protocol import MODEL_CALL, TOOL_CALL, ProtocolWriter
+from omds_ld.scenarios.protocol import MODEL_CALL, TOOL_CALL
 from omds_ld.scenarios.scenario import Budget
 
 
@@ -27,12 +27,16 @@ def result_text(result: Any) -> str:
     )
 
 
+class Recorder(Protocol):
+    """Where a run's events go: a protocol file, or a chat page's conversation."""
+
+    def write(self, event: str, **fields: Any) -> dict[str, Any]: ...
+
+
 class RunSession:
     """The tools of the scenario's servers, called through the real MCP client."""
 
-    def __init__(
-        self, clients: Mapping[str, Client], writer: ProtocolWriter, budget: Budget
-    ) -> None:
+    def __init__(self, clients: Mapping[str, Client], writer: Recorder, budget: Budget) -> None:
         self.clients = dict(clients)
         self.writer = writer
         self.budget = budget
@@ -80,8 +84,11 @@ class RunSession:
         raw_usage: Mapping[str, Any],
         cost: float,
         duration_ms: float,
+        said: str = "",
+        calls: Sequence[Mapping[str, Any]] = (),
     ) -> None:
-        """Record one model call with raw and normalised usage and its cost, then check the budget."""
+        """Record one model call with raw and normalised usage, its cost, what the model said and
+        which tools it asked for; then check the budget."""
         spent = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         self.tokens += spent
         self.cost += cost
@@ -98,6 +105,8 @@ class RunSession:
                 "raw_usage": dict(raw_usage),
                 "cost_usd": cost,
                 "duration_ms": duration_ms,
+                "text": said,
+                "tool_calls": [dict(c) for c in calls],
             },
         )
         self._check()

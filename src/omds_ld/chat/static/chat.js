@@ -1,24 +1,42 @@
-// The chat page, by hand: tools and next steps as buttons, every answer shown as text.
-// Plain ES module, no build step. Nothing an insurer sends is ever inserted as HTML.
+// The chat page: a model works on the user's task with the insurers' MCP tools (streamed as
+// server-sent events), or a person follows the next steps by hand. Plain ES module, no build step.
+// Nothing an insurer or a model sends is ever inserted as HTML: every text goes in as text.
 
 const german = (navigator.language || "").toLowerCase().startsWith("de");
 const TEXT = german
   ? { title: "Die MCP-Server der Versicherer", send: "Aufrufen", next: "Folgeschritte",
       hand: "Folgeschritte von Hand gehen: ein Werkzeug wählen oder einen Folgeschritt einer Antwort.",
+      chat: "Eine Aufgabe an das Modell geben, oder die Folgeschritte von Hand gehen.",
+      noModel: "Kein Modell eingerichtet (omds-ld serve --chat-model …): die Folgeschritte von Hand gehen.",
       premium: "Prämie", error: "Fehler", body: "Anfragekörper (JSON)",
       assumed: "Noch auf dem Standard des Versicherers", keep: "Dieses Gespräch behalten",
       download: "Herunterladen (JSONL-Protokoll)", task: "Die Aufgabe, in Worten",
-      expected: "Erwartete Prämie", save: "Als Szenario speichern (YAML)" }
+      expected: "Erwartete Prämie", save: "Als Szenario speichern (YAML)",
+      grade: "Dieses Gespräch bewerten", message: "Ihre Aufgabe für das Modell", ask: "Senden",
+      working: "Das Modell arbeitet …", you: "Sie", answer: "Antwort", asks: "ruft auf",
+      details: "Argumente, Antwort, Folgeschritte", full: "Ganze Antwort (JSON-LD)", calls: "Modellaufrufe",
+      tokensIn: "Token ein", tokensOut: "aus", passed: "bestanden", failed: "nicht bestanden",
+      stopped: "Abgebrochen" }
   : { title: "The insurers' MCP servers", send: "Call", next: "Next steps",
       hand: "Follow the next steps by hand: choose a tool, or a next step of an answer.",
+      chat: "Give the model a task, or follow the next steps by hand.",
+      noModel: "No model configured (omds-ld serve --chat-model …): follow the next steps by hand.",
       premium: "Premium", error: "Error", body: "body (JSON)",
       assumed: "Still at the insurer's default", keep: "Keep this conversation",
       download: "Download it (JSONL protocol)", task: "The task, in words",
-      expected: "Expected premium", save: "Save as a scenario (YAML)" };
+      expected: "Expected premium", save: "Save as a scenario (YAML)",
+      grade: "Grade this conversation", message: "Your task for the model", ask: "Send",
+      working: "The model is working…", you: "You", answer: "Answer", asks: "calls",
+      details: "Arguments, answer, next steps", full: "Full answer (JSON-LD)", calls: "model calls",
+      tokensIn: "tokens in", tokensOut: "out", passed: "passed", failed: "not passed",
+      stopped: "Stopped" };
 document.documentElement.lang = german ? "de" : "en";
 for (const node of document.querySelectorAll("[data-text]")) node.textContent = TEXT[node.dataset.text];
 
-const state = { conversation: null, servers: {}, current: null };
+const state = { conversation: null, servers: {}, current: null, model: null, shown: new Set(),
+                usage: { calls: 0, input: 0, output: 0, cost: 0 }, turn: [] };
+const money = (amount, currency) => new Intl.NumberFormat(german ? "de-DE" : "en-GB",
+  { style: "currency", currency: currency || "EUR" }).format(amount);
 
 function element(tag, attributes = {}, text = "") {
   const node = document.createElement(tag);
@@ -76,22 +94,57 @@ function collect() {
   return argumentsOut;
 }
 
-function show(event) {
+async function callByHand(server, tool, argumentsOut) {
+  const answer = await api(`/chat/api/conversations/${state.conversation}/calls`, {
+    method: "POST", body: JSON.stringify({ server, tool, arguments: argumentsOut }),
+  });
+  if (answer.status === 200) render(answer.body);
+  else render({ "mcp.server": server, "gen_ai.tool.name": tool, is_error: true, text: answer.body.detail });
+}
+
+function add(article) {
+  document.getElementById("log").append(article);
+  article.scrollIntoView({ block: "nearest" });
+}
+
+function showUsage() {
+  const u = state.usage;
+  if (!u.calls) return;
+  const line = document.getElementById("usage");
+  line.hidden = false;
+  const cost = new Intl.NumberFormat(german ? "de-DE" : "en-GB",
+    { style: "currency", currency: "USD", maximumFractionDigits: 4 }).format(u.cost);
+  line.textContent = `${state.model ? state.model.name : ""} · ${u.calls} ${TEXT.calls} · ` +
+    `${u.input.toLocaleString()} ${TEXT.tokensIn}, ${u.output.toLocaleString()} ${TEXT.tokensOut} · ${cost}`;
+}
+
+function toolArticle(event) {
   const structured = (event["mcp.tool.result"] || {}).structuredContent || {};
-  const article = element("article", { class: event.is_error ? "error" : "answer" });
+  const article = element("article", { class: event.is_error ? "tool error" : "tool answer" });
   article.append(element("h3", {}, `${event["mcp.server"]} · ${event["gen_ai.tool.name"]}` +
     (event.is_error ? ` · ${TEXT.error}` : "")));
   if (structured.premium && !event.is_error) {
     const p = structured.premium;
-    const amount = new Intl.NumberFormat(german ? "de-DE" : "en-GB",
-      { style: "currency", currency: p.currency || "EUR" }).format(p.gross);
-    article.append(element("p", { class: "premium" }, `${TEXT.premium}: ${amount} (${p.period})`));
+    article.append(element("p", { class: "premium" }, `${TEXT.premium}: ${money(p.gross, p.currency)} (${p.period})`));
   }
   if (structured.defaults && structured.defaults.length) {
     const named = structured.defaults.map((d) => `${d.label} = ${d.value}`).join("; ");
     article.append(element("p", { class: "defaults" }, `${TEXT.assumed}: ${named}`));
   }
-  article.append(element("pre", {}, event.text));  // the exact text a model sees, as text
+  // by hand the answer is open; a model's calls are collapsed, errors always shown
+  const details = element("details", event.by_hand || event.is_error ? { open: "" } : {});
+  details.append(element("summary", {}, TEXT.details));
+  const args = event["gen_ai.tool.call.arguments"];
+  if (args && Object.keys(args).length) details.append(element("pre", { class: "arguments" }, JSON.stringify(args, null, 2)));
+  details.append(element("pre", { class: "text" }, event.text || ""));  // what a model sees, as text
+  article.append(details);
+  const spec = (state.servers[event["mcp.server"]] || { tools: [] }).tools
+    .find((t) => t.name === event["gen_ai.tool.name"]);
+  if (spec && spec.readOnly && !event.is_error && !(args || {}).full) {
+    const full = element("button", { type: "button", class: "full" }, TEXT.full);
+    full.addEventListener("click", () => callByHand(event["mcp.server"], spec.name, { ...args, full: true }));
+    article.append(full);
+  }
   const steps = structured.nextSteps || [];
   if (steps.length) {
     const nav = element("div", { class: "steps", role: "group", "aria-label": TEXT.next });
@@ -102,10 +155,100 @@ function show(event) {
       button.addEventListener("click", () => openForm(event["mcp.server"], step.tool, step.arguments || {}, step.body));
       nav.append(button);
     }
-    article.append(nav);
+    // by hand the steps are the way on; after a model's call they are there to take over from it
+    (event.by_hand || event.is_error ? article : details).append(nav);
   }
-  document.getElementById("log").prepend(article);
+  return article;
 }
+
+function render(event) {
+  if (event.index !== undefined) {
+    if (state.shown.has(event.index)) return;
+    state.shown.add(event.index);
+  }
+  switch (event.event) {
+    case "gen_ai.user.message":
+      state.turn = [];
+      add(element("article", { class: "user" }, `${TEXT.you}: ${event.text}`));
+      break;
+    case "gen_ai.client.inference": {
+      state.usage.calls += 1;
+      state.usage.input += (event["gen_ai.usage.input_tokens"] || 0) + (event["gen_ai.usage.cache_read_input_tokens"] || 0);
+      state.usage.output += event["gen_ai.usage.output_tokens"] || 0;
+      state.usage.cost += event.cost_usd || 0;
+      showUsage();
+      const article = element("article", { class: "model" });
+      const calls = event.tool_calls || [];
+      // the text of a call that asks for no tool is the final answer, shown as such
+      if (event.text && calls.length) article.append(element("p", { class: "said" }, event.text));
+      for (const call of calls) {
+        article.append(element("p", { class: "asks" }, `→ ${TEXT.asks} ${call.name.replace("__", " · ")}`));
+      }
+      if (article.childNodes.length) add(article);
+      break;
+    }
+    case "mcp.tool.call":
+      state.turn.push(event);
+      add(toolArticle(event));
+      break;
+    case "gen_ai.final_answer": {
+      const article = element("article", { class: "final" });
+      article.append(element("h3", {}, TEXT.answer));
+      for (const call of state.turn) {
+        const content = (call["mcp.tool.result"] || {}).structuredContent || {};
+        if (content.premium && !call.is_error) {
+          article.append(element("p", { class: "premium" },
+            `${call["mcp.server"]}: ${money(content.premium.gross, content.premium.currency)} (${content.premium.period})`));
+        }
+      }
+      article.append(element("p", { class: "said" }, event.text));
+      add(article);
+      break;
+    }
+    case "chat.turn.end":
+      if (event.reason !== "done") add(element("article", { class: "error" }, `${TEXT.stopped}: ${event.detail}`));
+      break;
+    case "mcp.tool.list":
+    case "mcp.tools.list":
+    case "run.start":
+      break;
+    default:
+      if (event["gen_ai.tool.name"] !== undefined) add(toolArticle(event));
+  }
+}
+
+function follow(after) {
+  const working = document.getElementById("working");
+  const send = document.querySelector("#chat button[type=submit]");
+  working.hidden = false;
+  send.disabled = true;
+  document.body.dataset.busy = "true";
+  const stream = new EventSource(`/chat/api/conversations/${state.conversation}/events?after=${after}`);
+  stream.onmessage = (message) => render(JSON.parse(message.data));
+  stream.addEventListener("idle", () => {
+    stream.close();
+    working.hidden = true;
+    send.disabled = false;
+    document.body.dataset.busy = "false";
+  });
+}
+
+document.getElementById("chat").addEventListener("submit", async (submitted) => {
+  submitted.preventDefault();
+  const field = document.getElementById("message");
+  const text = field.value.trim();
+  if (!text) return;
+  const answer = await api(`/chat/api/conversations/${state.conversation}/messages`, {
+    method: "POST", body: JSON.stringify({ text }),
+  });
+  if (answer.status !== 202) {
+    add(element("article", { class: "error" }, answer.body.detail));
+    return;
+  }
+  field.value = "";
+  if (!document.getElementById("task").value) document.getElementById("task").value = text;
+  follow(answer.body.after);
+});
 
 document.getElementById("call").addEventListener("submit", async (submitted) => {
   submitted.preventDefault();
@@ -114,27 +257,26 @@ document.getElementById("call").addEventListener("submit", async (submitted) => 
   try {
     argumentsOut = collect();
   } catch (error) {
-    show({ "mcp.server": server, "gen_ai.tool.name": tool, is_error: true, text: String(error) });
+    render({ "mcp.server": server, "gen_ai.tool.name": tool, is_error: true, text: String(error) });
     return;
   }
-  const answer = await api(`/chat/api/conversations/${state.conversation}/calls`, {
-    method: "POST", body: JSON.stringify({ server, tool, arguments: argumentsOut }),
-  });
-  if (answer.status === 200) show(answer.body);
-  else show({ "mcp.server": server, "gen_ai.tool.name": tool, is_error: true, text: answer.body.detail });
+  await callByHand(server, tool, argumentsOut);
 });
+
+function expectedPremium() {
+  const value = document.getElementById("expected").value;
+  return value === "" ? null : Number(value);
+}
 
 document.getElementById("save").addEventListener("submit", async (submitted) => {
   submitted.preventDefault();
-  const premium = document.getElementById("expected").value;
   const response = await fetch(`/chat/api/conversations/${state.conversation}/scenario`, {
     method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ task: document.getElementById("task").value,
-                           premium: premium === "" ? null : Number(premium) }),
+    body: JSON.stringify({ task: document.getElementById("task").value, premium: expectedPremium() }),
   });
   if (!response.ok) {
     const problem = await response.json();
-    show({ "mcp.server": "", "gen_ai.tool.name": TEXT.save, is_error: true, text: problem.detail });
+    add(element("article", { class: "error" }, `${TEXT.save}: ${problem.detail}`));
     return;
   }
   const link = element("a", { download: "scenario.yaml" });
@@ -142,13 +284,29 @@ document.getElementById("save").addEventListener("submit", async (submitted) => 
   link.click();
 });
 
+document.getElementById("grade").addEventListener("click", async () => {
+  const verdict = document.getElementById("verdict");
+  const answer = await api(`/chat/api/conversations/${state.conversation}/grade`, {
+    method: "POST",
+    body: JSON.stringify({ task: document.getElementById("task").value, premium: expectedPremium() }),
+  });
+  verdict.replaceChildren();
+  if (answer.status !== 200) {
+    verdict.append(element("p", { class: "error" }, answer.body.detail));
+    return;
+  }
+  verdict.dataset.passed = String(answer.body.passed);
+  verdict.append(element("p", { class: "grade" }, `${TEXT.grade}: ${answer.body.passed ? TEXT.passed : TEXT.failed}`));
+  const list = element("ul");
+  for (const c of answer.body.criteria) {
+    list.append(element("li", { class: c.passed ? "passed" : "failed" }, `${c.passed ? "✓" : "✗"} ${c.name}: ${c.reason}`));
+  }
+  verdict.append(list);
+});
+
 async function main() {
-  const started = await api("/chat/api/conversations", { method: "POST", body: "{}" });
-  state.conversation = started.body.id;
-  document.body.dataset.conversation = state.conversation;
-  document.getElementById("download").href =
-    `/chat/api/conversations/${state.conversation}/protocol.jsonl`;
   const listed = await api("/chat/api/servers");
+  state.model = listed.body.model;
   const nav = document.getElementById("servers");
   for (const server of listed.body.servers) {
     state.servers[server.name] = server;
@@ -162,6 +320,24 @@ async function main() {
     }
     nav.append(section);
   }
+  document.getElementById("mode").textContent = state.model ? `${TEXT.chat} (${state.model.name})` : TEXT.noModel;
+  document.getElementById("chat").hidden = !state.model;
+  // a conversation in the address (#c=…) is taken up again, if it is this browser's
+  const kept = new URLSearchParams(location.hash.slice(1)).get("c");
+  const resumed = kept ? await api(`/chat/api/conversations/${kept}`) : null;
+  if (resumed && resumed.status === 200) {
+    state.conversation = kept;
+    for (const [index, event] of resumed.body.events.entries()) render({ ...event, index });
+    if (resumed.body.busy) follow(resumed.body.events.length - 1);
+  } else {
+    const started = await api("/chat/api/conversations", { method: "POST", body: "{}" });
+    state.conversation = started.body.id;
+    history.replaceState(null, "", `#c=${state.conversation}`);
+  }
+  document.body.dataset.conversation = state.conversation;
+  document.getElementById("download").href =
+    `/chat/api/conversations/${state.conversation}/protocol.jsonl`;
+  if (state.model) document.getElementById("message").focus();
   document.body.dataset.ready = "true";
 }
 

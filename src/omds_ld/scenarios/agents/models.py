@@ -87,7 +87,13 @@ class ModelAgent:
         self.settings = {"temperature": 0, "instruction": INSTRUCTION, "prices": date}
 
     def record(
-        self, session: RunSession, usage: Mapping[str, int], raw: Mapping[str, Any], started: float
+        self,
+        session: RunSession,
+        usage: Mapping[str, int],
+        raw: Mapping[str, Any],
+        started: float,
+        said: str,
+        calls: list[dict[str, Any]],
     ) -> None:
         session.model_call(
             model=self.name,
@@ -95,10 +101,32 @@ class ModelAgent:
             raw_usage={**raw, "priced": self.price is not None},
             cost=self.price.cost(usage) if self.price else 0.0,
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
+            said=said,
+            calls=calls,
         )
 
     def max_turns(self, scenario: Scenario) -> int:
         return scenario.budget.tool_calls + 5
+
+    def history(self) -> list[dict[str, Any]]:
+        """A new conversation's messages before the user's first (the provider's own format)."""
+        return []
+
+    def add_user(self, history: list[dict[str, Any]], text: str) -> None:
+        history.append({"role": "user", "content": text})
+
+    async def run(self, scenario: Scenario, session: RunSession) -> str:
+        """A scenario's task as a conversation of one message."""
+        history = self.history()
+        self.add_user(history, scenario.task)
+        return await self.converse(history, session, self.max_turns(scenario))
+
+    async def converse(
+        self, history: list[dict[str, Any]], session: RunSession, max_turns: int
+    ) -> str:
+        """Work on the conversation's last user message until a final answer (appended to
+        ``history``), calling the session's tools as the model asks."""
+        raise NotImplementedError
 
 
 class AnthropicAgent(ModelAgent):
@@ -106,10 +134,12 @@ class AnthropicAgent(ModelAgent):
 
     provider = "anthropic"
 
-    async def run(self, scenario: Scenario, session: RunSession) -> str:
+    async def converse(
+        self, history: list[dict[str, Any]], session: RunSession, max_turns: int
+    ) -> str:
         tools = tool_specs(session)
-        messages: list[dict[str, Any]] = [{"role": "user", "content": scenario.task}]
-        for _ in range(self.max_turns(scenario)):
+        messages = history
+        for _ in range(max_turns):
             started = time.perf_counter()
             response = await self.client.messages.create(
                 model=self.model, system=INSTRUCTION, messages=messages, tools=tools,
@@ -127,7 +157,10 @@ class AnthropicAgent(ModelAgent):
                 },
                 usage.model_dump(),
                 started,
-            )
+                "\n".join(b.text for b in response.content if b.type == "text"),
+                [{"name": b.name, "arguments": b.input}
+                 for b in response.content if b.type == "tool_use"],
+            )  # fmt: skip
             blocks = [b.model_dump(exclude_none=True) for b in response.content]
             messages.append({"role": "assistant", "content": blocks})
             calls = [b for b in response.content if b.type == "tool_use"]
@@ -142,7 +175,7 @@ class AnthropicAgent(ModelAgent):
                      "is_error": bool(result.is_error)}
                 )  # fmt: skip
             messages.append({"role": "user", "content": results})
-        raise AgentGaveUp(f"no final answer after {self.max_turns(scenario)} turns")
+        raise AgentGaveUp(f"no final answer after {max_turns} turns")
 
 
 class OpenAIAgent(ModelAgent):
@@ -150,17 +183,19 @@ class OpenAIAgent(ModelAgent):
 
     provider = "openai"
 
-    async def run(self, scenario: Scenario, session: RunSession) -> str:
+    def history(self) -> list[dict[str, Any]]:
+        return [{"role": "system", "content": INSTRUCTION}]
+
+    async def converse(
+        self, history: list[dict[str, Any]], session: RunSession, max_turns: int
+    ) -> str:
         tools = [
             {"type": "function", "function": {"name": s["name"], "description": s["description"],
                                               "parameters": s["input_schema"]}}
             for s in tool_specs(session)
         ]  # fmt: skip
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": INSTRUCTION},
-            {"role": "user", "content": scenario.task},
-        ]
-        for _ in range(self.max_turns(scenario)):
+        messages = history
+        for _ in range(max_turns):
             started = time.perf_counter()
             response = await self.client.chat.completions.create(
                 model=self.model, messages=messages, tools=tools, temperature=0
@@ -168,6 +203,8 @@ class OpenAIAgent(ModelAgent):
             usage = response.usage
             details = getattr(usage, "prompt_tokens_details", None)
             cached = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+            message = response.choices[0].message
+            calls = message.tool_calls or []
             self.record(
                 session,
                 {
@@ -177,20 +214,30 @@ class OpenAIAgent(ModelAgent):
                 },
                 usage.model_dump(),
                 started,
-            )
-            message = response.choices[0].message
-            calls = message.tool_calls or []
+                str(message.content or ""),
+                [{"name": c.function.name, "arguments": _arguments(c.function.arguments)}
+                 for c in calls],
+            )  # fmt: skip
             messages.append(message.model_dump(exclude_none=True))
             if not calls:
                 return str(message.content or "")
             for call in calls:
                 server, tool = split_name(call.function.name)
-                arguments = json.loads(call.function.arguments or "{}")
-                result = await session.call(server, tool, arguments)
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": result_text(result)}
-                )
-        raise AgentGaveUp(f"no final answer after {self.max_turns(scenario)} turns")
+                arguments = _arguments(call.function.arguments)
+                if not isinstance(arguments, dict):  # told like any refused call, not called
+                    text = "Refused: the arguments must be one JSON object."
+                else:
+                    text = result_text(await session.call(server, tool, arguments))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        raise AgentGaveUp(f"no final answer after {max_turns} turns")
+
+
+def _arguments(text: str | None) -> Any:
+    """A tool call's arguments as the model wrote them (JSON text), or the text if it is none."""
+    try:
+        return json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return text
 
 
 def make_agent(

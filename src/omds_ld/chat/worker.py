@@ -1,0 +1,259 @@
+"""One worker per open conversation of the chat page: it holds the conversation's MCP sessions (one
+per insurer's server, through the official MCP client) and does its jobs one after another, a
+tool call by hand or a turn of the model, recording every event in the conversation as it happens.
+
+A worker lives in the server's event loop while its conversation is in use and ends, closing its
+sessions, after a while without jobs; the next job starts a new one. The model's memory of a
+conversation is kept in the store beside its events, so a restart loses neither.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp import Client
+
+from omds_ld.chat.conversations import Conversations
+from omds_ld.scenarios.agents.models import ModelAgent
+from omds_ld.scenarios.protocol import FINAL, TOOL_CALL, TOOLS_LIST, now
+from omds_ld.scenarios.scenario import Budget
+from omds_ld.scenarios.session import AgentGaveUp, BudgetExceeded, RunSession, result_text
+
+USER = "gen_ai.user.message"
+TURN_END = "chat.turn.end"
+# What one turn of the model may spend before it is stopped (the page says so when it happens)
+TURN_BUDGET = Budget(tool_calls=40, tokens=400_000, cost=2.0, seconds=600)
+
+
+class ConversationWriter:
+    """Records a conversation's events in the store and wakes whoever streams them."""
+
+    def __init__(
+        self, conversations: Conversations, cid: str, owner: str, changed: Callable[[], None]
+    ) -> None:
+        self.conversations, self.cid, self.owner, self.changed = conversations, cid, owner, changed
+
+    def write(self, event: str, **fields: Any) -> dict[str, Any]:
+        entry = {"event": event, "time": now(), **fields}
+        entry["index"] = self.conversations.append(self.cid, self.owner, entry)
+        self.changed()
+        return entry
+
+
+@dataclass
+class _Call:
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    done: asyncio.Future[dict[str, Any]]
+
+
+@dataclass
+class _Say:
+    text: str
+
+
+@dataclass
+class _Worker:
+    cid: str
+    owner: str
+    queue: asyncio.Queue[_Call | _Say] = field(default_factory=asyncio.Queue)
+    pending: int = 0  # jobs given and not yet done: while > 0 the conversation is busy
+    closed: bool = False
+    task: asyncio.Task[None] | None = None
+
+
+def _why(error: BaseException) -> tuple[str, str]:
+    """How a turn ended that ended without a final answer: the reason kind and its words."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if isinstance(error, BudgetExceeded):
+        return "budget", f"stopped, over the turn's budget: {error}"
+    if isinstance(error, TimeoutError):
+        return "budget", f"stopped after {TURN_BUDGET.seconds} s"
+    if isinstance(error, AgentGaveUp):
+        return "agent", str(error)
+    return "error", f"{type(error).__name__}: {error}"
+
+
+class Workers:
+    """The workers of the page's open conversations, and the wake-ups of their event streams."""
+
+    def __init__(
+        self,
+        mcp_urls: Mapping[str, str],
+        conversations: Conversations,
+        agent: ModelAgent | None,
+        idle_seconds: float = 300.0,
+    ) -> None:
+        self.mcp_urls = dict(mcp_urls)
+        self.conversations = conversations
+        self.agent = agent
+        self.idle_seconds = idle_seconds
+        self._workers: dict[str, _Worker] = {}
+        self._changes: dict[str, asyncio.Event] = {}
+
+    # streaming: who waits for a conversation's next event
+
+    def changes(self, cid: str) -> asyncio.Event:
+        """The event set at the conversation's next change (take it before reading the store)."""
+        return self._changes.setdefault(cid, asyncio.Event())
+
+    def _changed(self, cid: str) -> None:
+        self._changes.pop(cid, asyncio.Event()).set()
+
+    def busy(self, cid: str) -> bool:
+        worker = self._workers.get(cid)
+        return worker is not None and not worker.closed and worker.pending > 0
+
+    # jobs
+
+    def _worker(self, cid: str, owner: str) -> _Worker:
+        worker = self._workers.get(cid)
+        if worker is None or worker.closed:
+            worker = _Worker(cid, owner)
+            worker.task = asyncio.create_task(self._run(worker), name=f"chat {cid}")
+            self._workers[cid] = worker
+        return worker
+
+    async def call(
+        self, cid: str, owner: str, server: str, tool: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A tool call by hand, in the conversation's MCP session with the server; its event."""
+        done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        worker = self._worker(cid, owner)
+        worker.pending += 1
+        worker.queue.put_nowait(_Call(server, tool, arguments, done))
+        return await done
+
+    def say(self, cid: str, owner: str, text: str) -> None:
+        """The user's message to the model; the turn runs in the background, streamed."""
+        worker = self._worker(cid, owner)
+        worker.pending += 1
+        worker.queue.put_nowait(_Say(text))
+
+    async def close(self) -> None:
+        """Stop every worker (the server is shutting down); their sessions are closed."""
+        tasks = [w.task for w in self._workers.values() if w.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # a worker's life
+
+    async def _run(self, worker: _Worker) -> None:
+        writer = ConversationWriter(
+            self.conversations, worker.cid, worker.owner, lambda: self._changed(worker.cid)
+        )
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                clients: dict[str, Client] = {}
+
+                async def client(server: str) -> Client:
+                    if server not in clients:
+                        clients[server] = await stack.enter_async_context(
+                            Client(self.mcp_urls[server], mode="legacy")
+                        )
+                    return clients[server]
+
+                while True:
+                    try:
+                        job = await asyncio.wait_for(worker.queue.get(), self.idle_seconds)
+                    except TimeoutError:
+                        if worker.queue.empty():  # nothing can be put between check and close
+                            worker.closed = True
+                            return
+                        continue
+                    try:
+                        if isinstance(job, _Call):
+                            await self._by_hand(job, client, writer)
+                        else:
+                            await self._turn(job, worker, client, writer)
+                    finally:
+                        worker.pending -= 1
+                        self._changed(worker.cid)
+        finally:
+            worker.closed = True
+            self._fail_waiting(worker, writer)
+
+    def _fail_waiting(self, worker: _Worker, writer: ConversationWriter) -> None:
+        """Jobs left when a worker ends unexpectedly (its sessions broke) are told so."""
+        while not worker.queue.empty():
+            job = worker.queue.get_nowait()
+            worker.pending -= 1
+            if isinstance(job, _Call):
+                if not job.done.done():
+                    job.done.set_exception(ConnectionError("the conversation's session ended"))
+            else:
+                writer.write(TURN_END, reason="error", detail="the MCP sessions ended", seconds=0)
+        self._changed(worker.cid)
+
+    @staticmethod
+    async def _by_hand(
+        job: _Call,
+        client: Callable[[str], Awaitable[Client]],
+        writer: ConversationWriter,
+    ) -> None:
+        started = time.perf_counter()
+        try:
+            result = await (await client(job.server)).call_tool(job.tool, job.arguments)
+        except Exception as error:
+            job.done.set_exception(error)
+            return
+        event = writer.write(
+            TOOL_CALL,
+            **{
+                "mcp.server": job.server, "gen_ai.tool.name": job.tool,
+                "gen_ai.tool.call.arguments": job.arguments,
+                "mcp.tool.result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
+                "text": result_text(result), "is_error": bool(result.is_error),
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2), "by_hand": True,
+            },
+        )  # fmt: skip
+        job.done.set_result(event)
+
+    async def _turn(
+        self,
+        job: _Say,
+        worker: _Worker,
+        client: Callable[[str], Awaitable[Client]],
+        writer: ConversationWriter,
+    ) -> None:
+        """One turn of the model: from the user's message to its final answer, every model call
+        and tool call recorded as it happens."""
+        started = time.monotonic()
+        writer.write(USER, text=job.text)
+        if self.agent is None:
+            writer.write(TURN_END, reason="error", detail="no model is configured", seconds=0)
+            return
+        history = self.conversations.history(worker.cid, worker.owner) or self.agent.history()
+        before = list(history)
+        self.agent.add_user(history, job.text)
+        try:
+            session = RunSession({s: await client(s) for s in self.mcp_urls}, writer, TURN_BUDGET)
+            for server in self.mcp_urls:
+                listed = await (await client(server)).list_tools()
+                session.tools[server] = [
+                    t.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    for t in listed.tools
+                ]
+                writer.write(TOOLS_LIST, **{"mcp.server": server, "tools": session.tools[server]})
+            final = await asyncio.wait_for(
+                self.agent.converse(history, session, TURN_BUDGET.tool_calls + 5),
+                TURN_BUDGET.seconds,
+            )
+        except Exception as error:
+            reason, detail = _why(error)
+            self.conversations.keep_history(worker.cid, worker.owner, before)
+        else:
+            writer.write(FINAL, text=final)
+            self.conversations.keep_history(worker.cid, worker.owner, history)
+            reason, detail = "done", ""
+        writer.write(
+            TURN_END, reason=reason, detail=detail, seconds=round(time.monotonic() - started, 3)
+        )

@@ -8,7 +8,10 @@ interface. Then prints:
 - for the example flows, each answer's size: our condensed text against the insurer's full
   JSON-LD answer (and what FastMCP hands the model), in bytes and tokens;
 - p50 latency per tool call over Streamable HTTP, ours and FastMCP's, against a direct HTTP call
-  to the insurer for the same operation, and what the MCP layer adds.
+  to the insurer for the same operation, and what the MCP layer adds;
+- with authorization: the same calls with a broker's access token (checked on every request,
+  exchanged for the insurer's token, which the insurer checks) against the same calls without,
+  interleaved on the same server, and what a token's first exchange costs.
 
 Run: ``python benchmarks/mcp.py [--requests N]``. Figures are printed, never asserted.
 """
@@ -24,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -425,6 +429,59 @@ async def measure(
     )
 
 
+async def authorized_latency(server: ExampleServer, count: int) -> None:
+    """What authorization adds per call: the same server takes calls with a token (the demo's
+    optional mode checks a token that is sent) and without; interleaved, p50."""
+    from tests.auth.flow import bearer_client, tokens_by_hand
+
+    token = await asyncio.to_thread(
+        lambda: tokens_by_hand(server.url, "alpha", server.mcp("pfefferminzia"))["access_token"]
+    )
+    url = server.mcp("pfefferminzia")
+    product = {"body": {"p:hasRootProduct": PRODUCTS["pfefferminzia"]}}
+    async with Client(url, mode="legacy") as anonymous, bearer_client(url, token) as broker:
+        started = time.perf_counter()
+        mine = await broker.call_tool("createCalculation", product)  # the first exchange
+        first = (time.perf_counter() - started) * 1000
+        theirs = await anonymous.call_tool("createCalculation", product)
+        cases = [
+            r.structured_content["case"]["caseId"] for r in (theirs, mine)
+        ]  # fmt: skip
+        for case, client in zip(cases, (anonymous, broker), strict=True):
+            await client.call_tool("createRiskObject", {"caseId": case, "body": SKODA})
+        rows = []
+        for label, tool, arguments in (
+            ("readCalculation", "readCalculation", lambda c: {"caseId": c}),
+            ("calculatePremium", "calculatePremium", lambda c: {"caseId": c}),
+            (
+                "readProduct (cached read)",
+                "readProduct",
+                lambda c: {"productId": "kraftfahrt-2025"},
+            ),
+        ):
+            figures = await p50s(
+                [
+                    partial(client.call_tool, tool, arguments(case))
+                    for case, client in zip(cases, (anonymous, broker), strict=True)
+                ],
+                count,
+            )
+            rows.append((label, figures))
+        later = await p50s([lambda: broker.call_tool("readCalculation", {"caseId": cases[1]})], 20)
+    print(f"authorization: p50 per call, {count} calls each, the same serve (ms)")
+    print(f"  {'operation':<27} {'no token':>9} {'token':>9} {'adds':>9}")
+    for label, (without, with_token) in rows:
+        print(f"  {label:<27} {without:>9.2f} {with_token:>9.2f} {with_token - without:>+9.2f}")
+    print(
+        f"  a token's first call (createCalculation, exchange included): {first:.2f} ms; "
+        f"a later readCalculation: {later[0]:.2f} ms"
+    )
+    print(
+        "  (token: checked by the MCP endpoint (ES256, audience, expiry), exchanged once for the\n"
+        "   insurer's token (RFC 8693, kept until shortly before expiry), which the insurer checks)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="calls per latency measurement")
@@ -450,6 +507,7 @@ def main() -> None:
             for name in PRODUCTS:
                 peers[name], urls[name] = start_peer(server.api(name))
             asyncio.run(measure(server, urls, standalone, args.requests))
+            asyncio.run(authorized_latency(server, args.requests))
         finally:
             for process in peers.values():
                 process.terminate()

@@ -196,10 +196,13 @@ class McpServer:
 
     def start(self) -> None:
         log = self.config.with_suffix(f".{self.port}.log")
+        # authorization is said, never assumed: off unless the test configures it
+        said = "--auth-issuer" in self.extra_args or "[auth]" in self.config.read_text()
         with log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "omds_ld.cli", "mcp", "--http", "--config", str(self.config),
-                 "--port", str(self.port), "--log-level", "warning", *self.extra_args],
+                 "--port", str(self.port), "--log-level", "warning",
+                 *([] if said else ["--no-auth"]), *self.extra_args],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         wait_until_healthy(self.process, self.url, log, "MCP server")

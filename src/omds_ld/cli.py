@@ -7,8 +7,8 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import replace
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,9 @@ from omds_ld import __version__, logs
 from omds_ld.insurer.config import DEFAULT_PORT, ServerConfig, default_database
 from omds_ld.mcp.config import DEFAULT_MCP_PORT, HttpConfig, InstanceConfig, McpConfig, load_config
 from omds_ld.serving import Limits
+
+ISSUER_PATH = "/oauth"  # the example authorization server's issuer, below the server's URL
+MCP_CLIENT = "omds-ld-mcp"
 
 
 class LateApp:
@@ -77,7 +80,10 @@ def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from omds_ld import serving
+    import httpx
+    from starlette.routing import Route
+
+    from omds_ld import metrics, serving
     from omds_ld.chat.app import ChatPage
     from omds_ld.chat.conversations import Conversations
     from omds_ld.insurer.app import api_base, create_app
@@ -114,12 +120,19 @@ def _serve(args: argparse.Namespace) -> int:
         request_log=Path(args.request_log) if args.request_log else None,
     )
     state = MemoryStateStore()
+    # the insurers' authorization server: brokers log in, the MCP servers exchange their tokens
+    authorization = _authorization_server(config, insurers, mcp_config)
+    mcp_config = replace(mcp_config, auth=authorization.mcp_auth)
     # The MCP servers call the interfaces of this same process through ASGI: the same HTTP
     # requests and answers, without a trip through the network stack or an HTTP client.
     insurer_app = LateApp()
     transport = AsgiTransport(insurer_app, mcp_config.timeout_seconds)
-    connectors = build_connectors(mcp_config, norm, state, transport)
-    hosting = McpHosting(connectors, mcp_config.http, state)
+    token_http = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=insurer_app, raise_app_exceptions=False),
+        timeout=mcp_config.timeout_seconds,
+    )
+    connectors = build_connectors(mcp_config, norm, state, transport, token_http)
+    hosting = McpHosting(connectors, mcp_config.http, state, mcp_config.auth, authorization.keys)
     # the chat page reaches the MCP servers as any MCP client does: over HTTP, at their address
     agent = None
     if args.chat_model:
@@ -138,15 +151,22 @@ def _serve(args: argparse.Namespace) -> int:
 
     @contextlib.asynccontextmanager
     async def running() -> AsyncIterator[None]:
-        async with hosting.running(), chat.running():
+        async with token_http, hosting.running(), chat.running():
             yield
+        authorization.store.close()
 
     app = create_app(
         config,
         norm=norm,
         insurers=insurers,
-        extra_routes=[*hosting.routes(), *chat.routes()],
+        extra_routes=[
+            *authorization.routes,
+            *hosting.routes(),
+            *chat.routes(),
+            Route("/metrics", metrics.endpoint),
+        ],
         extra_lifespan=running,
+        tokens=authorization.check,
     )
     insurer_app.app = app
     out = sys.stderr
@@ -154,6 +174,12 @@ def _serve(args: argparse.Namespace) -> int:
     for name, insurer in insurers.items():
         mode = "draft at the server" if insurer.draft_at_server else "tariff inquiry"
         print(f"  {insurer.display_name:<30} {config.base_url}{api_base(name)}  ({mode})", file=out)
+    if config.require_token:
+        print(f"Authorization: required, OAuth 2.1 (authorization server {authorization.issuer})",
+              file=out)  # fmt: skip
+    else:
+        print("Authorization: off, the embedded demo (a token sent is still checked); "
+              "--require-token turns it on", file=out)  # fmt: skip
     chatting = f"with {agent.name}, or by hand" if agent else "by hand; --chat-model for a model"
     print(f"Chat page ({chatting}): {config.base_url}/chat", file=out)
     print("MCP servers (Streamable HTTP); to add them to Claude Code:", file=out)
@@ -161,6 +187,116 @@ def _serve(args: argparse.Namespace) -> int:
         url = config.base_url + mcp_config.http.path(name)
         print(f"  claude mcp add --transport http {name} {url}", file=out)
     serving.run(app, config.host, config.port, args.log_level, _limits(args))
+    return 0
+
+
+@dataclass
+class _Authorization:
+    issuer: str
+    store: Any
+    routes: list[Any]
+    keys: Any
+    check: Any
+    mcp_auth: Any
+
+
+def _authorization_server(
+    config: ServerConfig, insurers: Mapping[str, Any], mcp_config: McpConfig
+) -> _Authorization:
+    """The example insurers' authorization server, and what the MCP servers and the interfaces
+    need of it: its keys, and a client of its own for the MCP servers to exchange tokens."""
+    import secrets
+
+    from omds_ld.auth.resource import LocalKeys
+    from omds_ld.auth.server import AuthSettings, ExampleAuthorizationServer
+    from omds_ld.auth.store import AuthStore
+    from omds_ld.auth.tokens import SCOPES, TOKEN_EXCHANGE, check, key_id
+    from omds_ld.insurer.app import api_base
+    from omds_ld.mcp.config import AuthConfig
+
+    issuer = config.base_url + ISSUER_PATH
+    store = AuthStore(config.database.with_name(config.database.stem + "-auth.sqlite3"))
+    mcp_urls = {
+        config.base_url + mcp_config.http.path(name): f"{insurer.display_name} · MCP server"
+        for name, insurer in insurers.items()
+    }
+    api_urls = {
+        config.base_url + api_base(name): f"{insurer.display_name} · interface"
+        for name, insurer in insurers.items()
+    }
+    brokers: dict[str, str] = {}
+    for insurer in insurers.values():
+        for broker in insurer.brokers.values():
+            if broker.subject:
+                brokers.setdefault(broker.subject, broker.name)
+    server = ExampleAuthorizationServer(
+        AuthSettings(issuer=issuer, resources={**mcp_urls, **api_urls}, brokers=brokers), store
+    )
+    # the MCP servers' own client: a new secret at every start, known only to this process
+    secret = secrets.token_urlsafe(32)
+    store.add_client(
+        MCP_CLIENT,
+        secret,
+        {"client_name": "The example server's MCP servers",
+         "grant_types": [TOKEN_EXCHANGE, "client_credentials"],
+         "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES),
+         "omds_ld_exchanges_for": sorted(mcp_urls)},
+    )  # fmt: skip
+    return _Authorization(
+        issuer=issuer,
+        store=store,
+        routes=server.routes(ISSUER_PATH),
+        keys=LocalKeys(store.public_keys),
+        check=lambda token, audience: check(
+            token, store.public_keys(key_id(token)), issuer, audience
+        ),
+        mcp_auth=AuthConfig(
+            mode="required" if config.require_token else "optional",
+            issuer=issuer,
+            public_url=config.base_url,
+            token_url=f"{issuer}/token",
+            client_id=MCP_CLIENT,
+            client_secret=secret,
+            # the demo's interfaces take anonymous callers: an anonymous MCP call stays anonymous
+            own_token=config.require_token,
+        ),
+    )
+
+
+def _auth_store(args: argparse.Namespace) -> Any:
+    from omds_ld.auth.store import AuthStore
+
+    database = Path(args.database) if args.database else default_database()
+    return AuthStore(database.with_name(database.stem + "-auth.sqlite3"))
+
+
+def _auth_add_client(args: argparse.Namespace) -> int:
+    import json
+    import secrets
+
+    from omds_ld.auth.tokens import SCOPES
+
+    store = _auth_store(args)
+    client_id = f"{args.broker}-{secrets.token_hex(4)}"
+    secret = secrets.token_urlsafe(32)
+    store.add_client(
+        client_id,
+        secret,
+        {"client_name": args.name, "grant_types": ["client_credentials"],
+         "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES),
+         "omds_ld_broker": args.broker},
+    )  # fmt: skip
+    store.close()
+    print(json.dumps({"client_id": client_id, "client_secret": secret, "broker": args.broker}))
+    print("The secret is shown once; the store keeps only its hash.", file=sys.stderr)
+    return 0
+
+
+def _auth_rotate_key(args: argparse.Namespace) -> int:
+    store = _auth_store(args)
+    kid = store.rotate_key(args.retire_after_seconds)
+    store.close()
+    print(f"signing with key {kid}; the previous key verifies for {args.retire_after_seconds:g} s")
     return 0
 
 
@@ -197,6 +333,27 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
         changes["redis_url"] = args.redis
     if args.calls_per_minute is not None:
         changes["calls_per_minute"] = args.calls_per_minute
+    auth = config.auth
+    if args.no_auth:
+        auth = replace(auth, mode="off")
+    elif args.auth_issuer:
+        auth = replace(auth, mode="required", issuer=args.auth_issuer)
+    if args.auth_jwks_uri:
+        auth = replace(auth, jwks_uri=args.auth_jwks_uri)
+    if args.public_url:
+        auth = replace(auth, public_url=args.public_url)
+    if args.upstream_token_url:
+        auth = replace(auth, token_url=args.upstream_token_url)
+    if args.upstream_client_id:
+        auth = replace(auth, client_id=args.upstream_client_id)
+    if not auth.client_secret and os.environ.get("OMDS_LD_CLIENT_SECRET"):
+        auth = replace(auth, client_secret=os.environ["OMDS_LD_CLIENT_SECRET"])
+    if (auth.token_url or auth.client_id) and not auth.upstream:
+        raise SystemExit(
+            "omds-ld mcp: tokens from the insurer's authorization server need "
+            "--upstream-token-url, --upstream-client-id and OMDS_LD_CLIENT_SECRET"
+        )
+    changes["auth"] = auth
 
     config = replace(config, **changes)  # type: ignore[arg-type]
     if args.http:
@@ -241,13 +398,27 @@ def _mcp(args: argparse.Namespace) -> int:
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from omds_ld import serving
+    from omds_ld import metrics, serving
     from omds_ld.mcp.service import McpHosting, healthz
     from omds_ld.process import freeze_startup_heap
 
+    if not config.auth.mode:
+        raise SystemExit(
+            "omds-ld mcp --http: say who may call: --auth-issuer URL (OAuth, the norm's way) or "
+            "--no-auth (every caller the same anonymous broker); or [auth] in --config"
+        )
     client = http_client(config)
+    keys = None
+    if config.auth.checks_tokens:
+        from omds_ld.auth.tokens import RemoteKeys
+
+        keys = RemoteKeys(config.auth.keys_uri, client)
     hosting = McpHosting(
-        build_connectors(config, norm, state, HttpTransport(client)), config.http, state
+        build_connectors(config, norm, state, HttpTransport(client)),
+        config.http,
+        state,
+        config.auth,
+        keys,
     )
 
     @contextlib.asynccontextmanager
@@ -256,8 +427,17 @@ def _mcp(args: argparse.Namespace) -> int:
             freeze_startup_heap()
             yield
 
-    app = Starlette(routes=[*hosting.routes(), Route("/healthz", healthz)], lifespan=lifespan)
-    base = f"http://{config.http.host}:{config.http.port}"
+    app = Starlette(
+        routes=[*hosting.routes(), Route("/healthz", healthz), Route("/metrics", metrics.endpoint)],
+        lifespan=lifespan,
+    )
+    base = (config.auth.public_url or f"http://{config.http.host}:{config.http.port}").rstrip("/")
+    if config.auth.checks_tokens:
+        print(
+            f"Authorization: {config.auth.mode}, OAuth 2.1 ({config.auth.issuer})", file=sys.stderr
+        )
+    else:
+        print("Authorization: off (--no-auth): every caller is the same broker", file=sys.stderr)
     for instance in config.instances:
         print(
             f"  claude mcp add --transport http {instance.name} {base}{config.http.path(instance.name)}",
@@ -460,8 +640,56 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="tool calls one caller may make a minute (bursts of 60); default: no limit",
     )
+    auth = mcp.add_mutually_exclusive_group()
+    auth.add_argument(
+        "--auth-issuer",
+        help="OAuth (HTTP): the authorization server whose access tokens the endpoints accept",
+    )
+    auth.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="HTTP without authorization: every caller is the same anonymous broker",
+    )
+    mcp.add_argument("--auth-jwks-uri", help="its keys (default: <issuer>/jwks)")
+    mcp.add_argument(
+        "--public-url",
+        help="the endpoints' public base URL, for their resource identifiers (default: "
+        "http://<host>:<port>)",
+    )
+    mcp.add_argument(
+        "--upstream-token-url",
+        help="the insurer's token endpoint: tokens for its interface by token exchange (a "
+        "caller's) or client credentials (the MCP server's own); secret from "
+        "OMDS_LD_CLIENT_SECRET",
+    )
+    mcp.add_argument("--upstream-client-id", help="the MCP server's client at that endpoint")
     _log_level(mcp, "info")
     mcp.set_defaults(run=_mcp)
+
+    auth_command = commands.add_parser(
+        "auth", help="the example server's authorization server: clients and signing keys"
+    )
+    auth_commands = auth_command.add_subparsers(dest="auth_command", required=True)
+    add_client = auth_commands.add_parser(
+        "add-client", help="register a software house's client (client credentials); prints it"
+    )
+    add_client.add_argument("--database", help="the example server's store (as for serve)")
+    add_client.add_argument("--name", required=True, help="the client's name")
+    add_client.add_argument("--broker", required=True, help="the broker (subject) it acts for")
+    _log_level(add_client, "warning")
+    add_client.set_defaults(run=_auth_add_client)
+    rotate = auth_commands.add_parser(
+        "rotate-key", help="sign with a new key from now on; the old one verifies until it retires"
+    )
+    rotate.add_argument("--database", help="the example server's store (as for serve)")
+    rotate.add_argument(
+        "--retire-after-seconds",
+        type=float,
+        default=3600.0,
+        help="how long the old key stays published (default: an access token's lifetime)",
+    )
+    _log_level(rotate, "warning")
+    rotate.set_defaults(run=_auth_rotate_key)
 
     scenario = commands.add_parser("scenario", help="run agents on scenarios; grade protocols")
     scenario_commands = scenario.add_subparsers(dest="scenario_command", required=True)

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from omds_ld.auth.tokens import Identity, TokenRefused
 from omds_ld.hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Allowlist, HostGuard
 from omds_ld.insurer.config import ServerConfig
 from omds_ld.insurer.data import ANONYMOUS, Broker, Insurer, load_insurers
@@ -32,6 +33,8 @@ from omds_ld.norm.jsonld import CONTEXT_URL, context_document
 from omds_ld.norm.schemas import SchemaValidator
 from omds_ld.process import freeze_startup_heap
 
+# checks an access token for an audience (an interface's URL): its identity, or TokenRefused
+TokenCheck = Callable[[str, str], Identity]
 log = logging.getLogger("omds_ld.insurer")
 
 PREFIX = "/omds-ld/insurers"
@@ -72,10 +75,19 @@ def problem_body(
 class OperationEndpoint:
     """One operation at one insurer: checks the request, keeps retries single, answers."""
 
-    def __init__(self, config: ServerConfig, service: InsurerService, operation: Operation) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        service: InsurerService,
+        operation: Operation,
+        tokens: TokenCheck | None = None,
+    ) -> None:
         self.config = config
         self.service = service
         self.operation = operation
+        self.tokens = tokens
+        self.audience = config.base_url + api_base(service.insurer.name)
+        self.by_subject = {b.subject: b for b in service.insurer.brokers.values() if b.subject}
         self.handler = service.handler(operation.operation_id)
         self._param_validators = {p.name: SchemaValidator(p.schema) for p in operation.parameters}
 
@@ -85,9 +97,14 @@ class OperationEndpoint:
         except Problem as problem:
             return self._problem(problem, request.url.path)
         headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            broker = self._broker(headers, request.state)
+        except Problem as problem:
+            return self._problem(problem, request.url.path)
         return await anyio.to_thread.run_sync(
             partial(
                 self.handle,
+                broker=broker,
                 path=request.url.path,
                 path_params=dict(request.path_params),
                 query=dict(request.query_params),
@@ -106,6 +123,7 @@ class OperationEndpoint:
     def handle(
         self,
         *,
+        broker: Broker,
         path: str,
         path_params: Mapping[str, str],
         query: Mapping[str, str],
@@ -121,7 +139,6 @@ class OperationEndpoint:
         insurer = self.service.insurer.name
         claimed: tuple[str, str, Claim] | None = None
         try:
-            broker = self._broker(headers)
             params = self._params(path_params, query)
             body = self._body(headers, raw)
             key = self._idempotency_key(headers)
@@ -178,7 +195,11 @@ class OperationEndpoint:
             if claimed is not None:  # committed or released: no longer running here
                 store.let_go(insurer, claimed[0], claimed[1])
 
-    def _broker(self, headers: Mapping[str, str]) -> Broker:
+    def _broker(self, headers: Mapping[str, str], state: Any) -> Broker:
+        """Who calls: a broker by its static demo token, or by an access token of the
+        authorization server for this interface (its subject, ``sub``, is the broker); anonymous
+        where tokens are not required. What the access log keeps of a token goes on ``state``
+        (subject, audience, client, actor), never the token."""
         authorization = headers.get("authorization")
         unauthorized = {"WWW-Authenticate": 'Bearer realm="omds-ld"'}
         if not authorization:
@@ -190,13 +211,41 @@ class OperationEndpoint:
                 )
             return ANONYMOUS
         scheme, _, token = authorization.partition(" ")
-        broker = self.service.insurer.brokers.get(token.strip())
-        if scheme.lower() != "bearer" or broker is None:
+        token = token.strip()
+        broker = self.service.insurer.brokers.get(token) if scheme.lower() == "bearer" else None
+        if broker is None and scheme.lower() == "bearer" and self.tokens and token.count(".") == 2:
+            try:
+                identity = self.tokens(token, self.audience)
+            except TokenRefused as refused:
+                raise Problem(
+                    "unauthorized",
+                    f"the access token is refused: {refused.description}",
+                    headers={"WWW-Authenticate": f'Bearer realm="omds-ld", error="invalid_token", '
+                             f'error_description="{refused.description}"'},
+                ) from None  # fmt: skip
+            state.token = {"subject": identity.subject, "audience": identity.audience,
+                           "client": identity.client_id, "actor": identity.actor}  # fmt: skip
+            broker = self.by_subject.get(identity.subject)
+            if broker is None:
+                # a client acting for no broker of this insurer reads the catalogue, nothing else
+                if self.operation.method != "GET" or any(
+                    p.name == "caseId" for p in self.operation.path_parameters
+                ):
+                    raise Problem(
+                        "unauthorized",
+                        f"{identity.subject} is no broker of this insurer: its token reads the "
+                        "catalogue only",
+                        headers=unauthorized,
+                    )
+                broker = Broker(id=f"client:{identity.client_id}", name=identity.client_id,
+                                service=True)  # fmt: skip
+        if broker is None:
             raise Problem(
                 "unauthorized",
                 "the bearer token names no broker of this insurer",
                 headers=unauthorized,
             )
+        state.broker = broker.id
         return broker
 
     def _params(self, path_params: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
@@ -344,11 +393,14 @@ def create_app(
     insurers: Mapping[str, Insurer] | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     extra_lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
+    tokens: TokenCheck | None = None,
 ) -> Starlette:
     """The example server for every insurer, on one embedded store.
 
     ``extra_routes`` and ``extra_lifespan`` let a caller host more beside the interfaces (the
     command line adds each insurer's MCP server) without this module knowing what they are.
+    ``tokens`` checks an access token for an interface (its URL the audience), if an
+    authorization server issues them.
     """
     norm = norm or load_norm()
     insurers = dict(insurers or load_insurers(config.insurers_folder))
@@ -362,7 +414,7 @@ def create_app(
     for name, service in services.items():
         by_path: dict[str, dict[str, OperationEndpoint]] = {}
         for operation in norm.operations.values():
-            endpoint = OperationEndpoint(config, service, operation)
+            endpoint = OperationEndpoint(config, service, operation, tokens)
             by_path.setdefault(operation.path, {})[operation.method] = endpoint
         for path, endpoints in by_path.items():
             routes.append(
@@ -454,6 +506,11 @@ class AccessLog:
             trace = _trace_id(scope)
             if trace:
                 entry["traceId"] = trace
+            state = scope.get("state") or {}
+            if state.get("broker"):
+                entry["broker"] = state["broker"]
+            if state.get("token"):  # who the token speaks for, never the token
+                entry["token"] = state["token"]
             with self.path.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(entry) + "\n")
 

@@ -25,10 +25,14 @@ HAS_RISK_OBJECT = P + "hasRiskObject"
 
 @dataclass(frozen=True)
 class Broker:
-    """A broker known to an insurer, named by its bearer token."""
+    """A broker known to an insurer: named by its static bearer token, or by ``subject``, who it is
+    at the authorization server (the ``sub`` of its access tokens). ``service`` marks a client
+    acting for no broker (the MCP server reading the catalogue): it reads no case."""
 
     id: str
     name: str
+    subject: str | None = None
+    service: bool = False
 
 
 ANONYMOUS = Broker(id="demo-broker", name="Demo broker (anonymous)")
@@ -273,7 +277,10 @@ def load_insurer(folder: Path) -> Insurer:
         language=raw.get("language", "en"),
         draft_at_server=bool(raw["processKnowledge"]["draftAtServer"]),
         process_description=raw["processKnowledge"].get("description", {}),
-        brokers={b["token"]: Broker(id=b["id"], name=b["name"]) for b in raw.get("brokers", ())},
+        brokers={
+            b["token"]: Broker(id=b["id"], name=b["name"], subject=b.get("subject"))
+            for b in raw.get("brokers", ())
+        },
         products=products,
         shapes=shapes,
     )

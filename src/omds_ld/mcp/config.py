@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,47 @@ class InstanceConfig:
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """Who may call the MCP endpoints (OAuth 2.1, the MCP authorization specification) and how
+    the MCP server authenticates at the insurer.
+
+    ``mode``: ``required`` (every call needs a valid access token), ``optional`` (a token sent is
+    checked and used, a call without one is anonymous: the embedded demo only) or ``off``; empty
+    when not configured, which the HTTP endpoints refuse to start with (off only when said).
+    ``issuer`` is the authorization server whose tokens are accepted (its keys at ``jwks_uri``,
+    by default ``<issuer>/jwks``); ``public_url`` the endpoints' public base URL, which makes each
+    endpoint's resource identifier (default ``http://<host>:<port>``).
+
+    Towards the insurer, with ``token_url``, ``client_id`` and ``client_secret`` (a confidential
+    client of the insurer's authorization server): a caller's token is exchanged (RFC 8693) for a
+    token of the same broker at the insurer; without a caller (stdio, anonymous) the client's own
+    token (client credentials) is used. Without them, an instance's static ``token``."""
+
+    mode: str = ""
+    issuer: str = ""
+    jwks_uri: str = ""
+    public_url: str = ""
+    token_url: str = ""
+    client_id: str = ""
+    client_secret: str = field(default="", repr=False)
+    # calls nobody authenticated go with the client's own token (client credentials); False: with
+    # no token at all (the embedded demo, whose interfaces take anonymous callers)
+    own_token: bool = True
+
+    @property
+    def checks_tokens(self) -> bool:
+        return self.mode in ("required", "optional")
+
+    @property
+    def keys_uri(self) -> str:
+        return self.jwks_uri or f"{self.issuer.rstrip('/')}/jwks"
+
+    @property
+    def upstream(self) -> bool:
+        return bool(self.token_url and self.client_id and self.client_secret)
 
 
 @dataclass(frozen=True)
@@ -80,13 +122,16 @@ class McpConfig:
     # and behind a proxy (or on loopback) every broker has the same one
     calls_per_minute: float = 0.0
     call_burst: float = 60.0
+    auth: AuthConfig = field(default_factory=AuthConfig)
 
     def with_http(self, **changes: Any) -> McpConfig:
         return replace(self, http=replace(self.http, **changes))
 
 
-def load_config(path: Path) -> McpConfig:
-    """Read a TOML file: ``[http]``, ``[state]``, ``[[instance]]`` tables and top-level settings."""
+def load_config(path: Path, environment: Mapping[str, str] | None = None) -> McpConfig:
+    """Read a TOML file: ``[http]``, ``[state]``, ``[auth]``, ``[[instance]]`` tables and top-level
+    settings. A client secret is never in the file: ``[auth] client_secret_env`` names the
+    environment variable that holds it (default ``OMDS_LD_CLIENT_SECRET``)."""
     raw = tomllib.loads(path.read_text("utf-8"))
     instances = tuple(
         InstanceConfig(
@@ -125,4 +170,26 @@ def load_config(path: Path) -> McpConfig:
         redis_url=raw.get("state", {}).get("redis"),
         calls_per_minute=float(raw.get("calls_per_minute", 0)),
         call_burst=float(raw.get("call_burst", 60)),
+        auth=_auth(raw.get("auth", {}), environment if environment is not None else os.environ),
+    )
+
+
+def _auth(raw: Mapping[str, Any], environment: Mapping[str, str]) -> AuthConfig:
+    if not raw:
+        return AuthConfig()
+    mode = str(raw.get("mode", "required"))
+    if mode not in ("required", "optional", "off"):
+        raise ValueError(f"[auth] mode is required, optional or off, not {mode!r}")
+    if mode != "off" and not raw.get("issuer"):
+        raise ValueError("[auth] needs the issuer (the authorization server) unless mode = off")
+    return AuthConfig(
+        mode=mode,
+        issuer=str(raw.get("issuer", "")),
+        jwks_uri=str(raw.get("jwks_uri", "")),
+        public_url=str(raw.get("public_url", "")),
+        token_url=str(raw.get("token_url", "")),
+        client_id=str(raw.get("client_id", "")),
+        client_secret=environment.get(
+            str(raw.get("client_secret_env", "OMDS_LD_CLIENT_SECRET")), ""
+        ),
     )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import time
 import uuid
 import weakref
-from collections.abc import Collection, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Coroutine
 from typing import Any
 
 import mcp_types as types
@@ -18,13 +19,16 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 
 from omds_ld import __version__
+from omds_ld.auth.resource import IDENTITY, TOKEN
+from omds_ld.auth.tokens import Identity
+from omds_ld.auth.upstream import UpstreamTokenError
 from omds_ld.mcp.catalogue import ToolSpec, by_name, tools
 from omds_ld.mcp.condense import OUTPUT_SCHEMA
 from omds_ld.mcp.executor import Executor, Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
-from omds_ld.mcp.upstream import Upstream
+from omds_ld.mcp.upstream import CALLER, Caller, Upstream
 from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import NotJsonLd, canonical
 
@@ -74,6 +78,7 @@ class Connector:
         disabled_tools: Collection[str] = (),
         lease_seconds: float = 15.0,
         rate: tuple[float, float] | None = None,
+        exchange: Callable[[str], Awaitable[str]] | None = None,
     ) -> None:
         unknown = sorted(set(disabled_tools) - set(norm.operations))
         if unknown:
@@ -93,6 +98,9 @@ class Connector:
             lease_seconds=lease_seconds,
             rate=rate,
         )
+        # a broker's token for a token of the same broker at the insurer (RFC 8693), if brokers
+        # authenticate; without it calls go with the MCP server's own credentials
+        self.exchange = exchange
         self.refresh_seconds = refresh_seconds
         self.draft_at_server: bool | None = None
         self.unread_because: str | None = None  # why the process knowledge is not known yet
@@ -177,6 +185,8 @@ class Connector:
             return self._not_read(failure.detail)
         except StateUnavailable as failure:
             return self._not_read(str(failure))
+        except UpstreamTokenError as failure:  # a refusal of its authorization server: reached
+            return self._not_read(str(failure), True)
         if answer.status != 200 or not isinstance(answer.body, dict):
             # a refusal (401, say) is an answer: calls go on and get the insurer's own problem
             return self._not_read(f"the insurer answered {answer.status}", answer.status < 500)
@@ -278,15 +288,45 @@ class Connector:
         if connection is not None:
             self._connections.add(connection)
 
+    def _caller(self, ctx: ServerRequestContext[Any]) -> Caller:
+        """The broker a request's checked token speaks for, and how to call the insurer as them:
+        by exchanging that token, never by passing it on."""
+        state = getattr(getattr(ctx, "request", None), "scope", {}).get("state") or {}
+        identity: Identity | None = state.get(IDENTITY)
+        if identity is None:
+            return Caller()
+        token = str(state.get(TOKEN, ""))
+        exchange = self.exchange
+        if exchange is None:
+            return Caller(identity.subject)
+
+        async def credentials() -> dict[str, str]:
+            return {"Authorization": f"Bearer {await exchange(token)}"}
+
+        return Caller(identity.subject, credentials)
+
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember(ctx)
-        await self.refresh(force=self.draft_at_server is None)
+        caller = CALLER.set(self._caller(ctx))
+        try:
+            await self.refresh(force=self.draft_at_server is None)
+        finally:
+            CALLER.reset(caller)
         self.learn_in_background()
         return types.ListToolsResult(tools=self.tool_list())
 
     async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        caller = CALLER.set(self._caller(ctx))
+        try:
+            return await self._call(ctx, params)
+        finally:
+            CALLER.reset(caller)
+
+    async def _call(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         self._remember(ctx)
@@ -307,7 +347,7 @@ class Connector:
                 params.name, sorted(specs), session, switched_off=params.name in self.disabled
             )
         return await self.executor.call(
-            spec, params.arguments, session, offered=specs.keys(), caller=_caller(ctx)
+            spec, params.arguments, session, offered=specs.keys(), caller=_client(ctx)
         )
 
     async def refuse_hostile(
@@ -337,8 +377,12 @@ class Connector:
         return key
 
 
-def _caller(ctx: ServerRequestContext[Any]) -> str:
-    """Who calls, for the rate limit: the HTTP client's address, or the one stdio client."""
+def _client(ctx: ServerRequestContext[Any]) -> str:
+    """Who calls, for the rate limit: the broker, or else the HTTP client's address, or the one
+    stdio client."""
+    subject = CALLER.get().subject
+    if subject:
+        return f"broker:{subject}"
     client = getattr(getattr(ctx, "request", None), "client", None)
     return str(getattr(client, "host", None) or "stdio")
 
@@ -351,8 +395,11 @@ def _connection(ctx: ServerRequestContext[Any]) -> Connection | None:
 
 
 def _background(work: Coroutine[Any, Any, None], what: str) -> asyncio.Task[None]:
-    """A task of the connector's own; a failure of it is logged, never lost."""
-    task = asyncio.get_running_loop().create_task(work)
+    """A task of the connector's own (as itself, whoever's call started it); a failure of it is
+    logged, never lost."""
+    context = contextvars.copy_context()
+    context.run(CALLER.set, Caller())
+    task = asyncio.get_running_loop().create_task(work, context=context)
 
     def done(finished: asyncio.Task[None]) -> None:
         if not finished.cancelled() and finished.exception() is not None:

@@ -17,12 +17,13 @@ from typing import Any
 import mcp_types as types
 from opentelemetry.trace import get_current_span
 
+from omds_ld.auth.upstream import UpstreamTokenError
 from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.condense import ANSWER_TYPES, Condensed, condense, condense_problem, local, many
 from omds_ld.mcp.requestlog import RequestLog, field_names
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
-from omds_ld.mcp.upstream import Upstream, UpstreamResponse
+from omds_ld.mcp.upstream import CALLER, Upstream, UpstreamResponse
 from omds_ld.norm import Norm, hygiene
 from omds_ld.norm.jsonld import CONTEXT_URL, NotJsonLd, canonical
 from omds_ld.norm.schemas import SchemaValidator
@@ -305,6 +306,9 @@ class Executor:
             "tool": spec.name,
             **field_names(arguments or {}),
         }
+        broker = CALLER.get().subject
+        if broker:  # who the checked token speaks for; never the token
+            log["broker"] = broker
         trace = get_current_span().get_span_context()
         if trace.is_valid:  # the caller's trace (W3C trace context in the request's _meta)
             log["traceId"] = format(trace.trace_id, "032x")
@@ -323,6 +327,13 @@ class Executor:
             provenance["url"] = failure.url
             problem = self._problem(
                 slug, failure.detail, **{"bc:nextStep": self._entry_steps(spec, arguments)}
+            )
+            outcome = "temporary"
+        except UpstreamTokenError as failure:
+            problem = self._problem(
+                "unauthorized",
+                f"the MCP server got no token to call {self.instance.display_name} as you: "
+                f"{failure}; nothing was done",
             )
             outcome = "temporary"
         except StateUnavailable as failure:
@@ -456,7 +467,9 @@ class Executor:
         if operation.request_schema is not None and body is None and operation.method != "GET":
             body = {}
         key = arguments.get("idempotencyKey")
-        record_key = f"idem:{self.instance.name}:{key}" if key else None
+        # a key is the broker's own: another broker's same key is another key
+        broker = CALLER.get().subject or "-"
+        record_key = f"idem:{self.instance.name}:{broker}:{key}" if key else None
         fingerprint = ""
         if record_key:
             fingerprint = hashlib.sha256(

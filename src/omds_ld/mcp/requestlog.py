@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from omds_ld import metrics
+
 log = logging.getLogger("omds_ld.requests")
 MAX_LINE = 8 * 1024
 
@@ -28,6 +30,7 @@ class RequestLog:
             self._out = path.open("a", encoding="utf-8")
 
     def write(self, entry: Mapping[str, Any]) -> None:
+        metrics.observe_call(entry)
         # ASCII: a name a caller sent (a lone surrogate, say) cannot break the line
         line = json.dumps(entry, separators=(",", ":"), default=str)
         if len(line) > MAX_LINE:  # names only, so never in practice: but no call floods the log

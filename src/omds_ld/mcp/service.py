@@ -18,14 +18,18 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Receive, Scope, Send
 
+from omds_ld import metrics
+from omds_ld.auth.resource import IDENTITY, TOKEN, KeySource, Refusal, ResourceGuard
+from omds_ld.auth.tokens import WRITE, Identity
+from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
 from omds_ld.hosts import Allowlist
-from omds_ld.mcp.config import HttpConfig, InstanceConfig, McpConfig
+from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.connector import Connector
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import Transport
-from omds_ld.mcp.upstream import Upstream
+from omds_ld.mcp.upstream import CALLER, Caller, Upstream
 from omds_ld.norm import Norm, hygiene
 from omds_ld.process import freeze_startup_heap
 
@@ -37,12 +41,18 @@ log = logging.getLogger("omds_ld.mcp")
 
 
 def build_connectors(
-    config: McpConfig, norm: Norm, state: StateStore, transport: Transport
+    config: McpConfig,
+    norm: Norm,
+    state: StateStore,
+    transport: Transport,
+    token_http: httpx.AsyncClient | None = None,
 ) -> dict[str, Connector]:
-    """One connector per configured instance, all on one state store and transport."""
+    """One connector per configured instance, all on one state store and transport
+    (``token_http`` reaches the insurer's authorization server, if not over the network)."""
     request_log = RequestLog(config.request_log)
     return {
-        i.name: _connector(i, config, norm, state, transport, request_log) for i in config.instances
+        i.name: _connector(i, config, norm, state, transport, request_log, token_http)
+        for i in config.instances
     }
 
 
@@ -53,7 +63,15 @@ def _connector(
     state: StateStore,
     transport: Transport,
     request_log: RequestLog,
+    token_http: httpx.AsyncClient | None = None,
 ) -> Connector:
+    tokens = None
+    if config.auth.upstream:
+        tokens = UpstreamTokens(
+            ClientSecret(config.auth.token_url, config.auth.client_id, config.auth.client_secret),
+            resource=instance.api.rstrip("/"),
+            http=token_http,
+        )
     upstream = Upstream(
         name=instance.name,
         api_url=instance.api,
@@ -61,6 +79,9 @@ def _connector(
         state=state,
         headers=instance.upstream_headers,
         default_ttl=config.cache_ttl_seconds,
+        own_credentials=(
+            _bearer(tokens.own) if tokens is not None and config.auth.own_token else None
+        ),
     )
     return Connector(
         norm=norm,
@@ -73,7 +94,15 @@ def _connector(
         # a call waits at most one timeout for the insurer; its idempotency claim a little longer
         lease_seconds=config.timeout_seconds + LEASE_MARGIN,
         rate=(config.calls_per_minute / 60, config.call_burst) if config.calls_per_minute else None,
+        exchange=tokens.exchanged if tokens is not None else None,
     )
+
+
+def _bearer(token: Callable[[], Any]) -> Callable[[], Any]:
+    async def headers() -> dict[str, str]:
+        return {"Authorization": f"Bearer {await token()}"}
+
+    return headers
 
 
 def http_client(config: McpConfig) -> httpx.AsyncClient:
@@ -153,15 +182,22 @@ class SessionBinding:
         bindings: StateStore,
         http: HttpConfig,
         connector: Connector | None = None,
+        guard: ResourceGuard | None = None,
+        required: bool = True,
+        refused: Callable[[str, str], None] | None = None,
     ) -> None:
         self.name = name
         self.app = app
         self.bindings = bindings
         self.http = http
         self.connector = connector
+        self.guard = guard
+        self.required = required  # False: a token sent is checked, none is anonymous (demo)
+        self.refused = refused or metrics.refused
         self.allowlist = Allowlist(http.hosts, http.origins)
         # the sessions opened here and not lapsed: id → (client address, last request)
         self.open: dict[str, tuple[str, float]] = {}
+        metrics.open_sessions(name, lambda: len(self.open))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -178,9 +214,23 @@ class SessionBinding:
                 send, 403, "Invalid Origin header; this endpoint accepts only allowed origins"
             )
             return
+        identity: Identity | None = None
+        if self.guard is not None and (self.required or "authorization" in request.headers):
+            found = await self.guard.identify(request.headers)
+            if isinstance(found, Refusal):
+                self.refused(self.name, found.reason)
+                await _refuse(send, found.status, found.message, found.headers)
+                return
+            identity = found
+            state = scope.setdefault("state", {})
+            state[IDENTITY] = identity
+            state[TOKEN] = request.headers["authorization"].partition(" ")[2].strip()
+            state["broker"] = identity.subject  # the access log's, like the interfaces'
+        subject = identity.subject if identity is not None else ""
         session = request.headers.get(SESSION_HEADER)
         ttl = self.http.session_binding_seconds
-        client = request.client.host if request.client else "unknown"
+        # who opens sessions, for their caps: the broker, or else the client's address
+        client = subject or (request.client.host if request.client else "unknown")
         if not session and request.method == "POST":
             refused = self._session_cap(client)
             if refused is not None:
@@ -202,8 +252,15 @@ class SessionBinding:
                     send, 404, "Session not found: unknown or expired; initialize a new session"
                 )
                 return
-            if owner.decode() != self.name:
-                owner_name = owner.decode()
+            owner_name, _, owner_subject = owner.decode().partition("\n")
+            if owner_name == self.name and owner_subject != subject:
+                # another broker's session is as unknown as one that never was
+                self.refused(self.name, "session")
+                await _refuse(
+                    send, 404, "Session not found: unknown, expired or not yours; initialize one"
+                )
+                return
+            if owner_name != self.name:
                 await _refuse(
                     send,
                     404,
@@ -224,7 +281,13 @@ class SessionBinding:
             if body is None:
                 await _refuse(send, 413, "Request body too large")
                 return
-            if await self._answer_hostile(body, session, client, send):
+            lacks_write = identity is not None and not identity.allows(WRITE)
+            if lacks_write and self.guard is not None and self._changes_a_case(body):
+                refusal = self.guard.insufficient(WRITE)
+                self.refused(self.name, refusal.reason)
+                await _refuse(send, refusal.status, refusal.message, refusal.headers)
+                return
+            if await self._answer_hostile(body, session, client, send, subject):
                 return
             receive = _replaying(body, receive)
 
@@ -235,13 +298,29 @@ class SessionBinding:
                         self.open[value.decode()] = (client, time.monotonic())
                         try:
                             await self.bindings.set(
-                                f"session:{value.decode()}", self.name.encode(), ttl
+                                f"session:{value.decode()}",
+                                f"{self.name}\n{subject}".encode(),
+                                ttl,
                             )
                         except StateUnavailable as failure:  # unbound: the next request is 404
                             log.warning("%s: session not bound: %s", self.name, failure)
             await send(message)
 
         await self.app(scope, receive, bind)
+
+    def _changes_a_case(self, body: bytes) -> bool:
+        """Whether the message calls a tool that creates or edits (such needs omds-ld.write)."""
+        assert self.connector is not None
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            return False  # answered as what it is further on
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            return False
+        params = message.get("params")
+        name = str(params.get("name", "")) if isinstance(params, dict) else ""
+        operation = self.connector.norm.operations.get(name)
+        return operation is not None and operation.kind in ("create", "edit")
 
     def _session_cap(self, client: str) -> tuple[int, str, int] | None:
         """Whether a new session may open: None, or the status, message and seconds to wait."""
@@ -268,7 +347,7 @@ class SessionBinding:
         return None
 
     async def _answer_hostile(
-        self, body: bytes, session: str | None, client: str, send: Send
+        self, body: bytes, session: str | None, client: str, send: Send, subject: str = ""
     ) -> bool:
         """Answer a tools/call with hostile arguments as the tool error it is; False otherwise."""
         assert self.connector is not None
@@ -291,9 +370,13 @@ class SessionBinding:
             return False
         name = str(params.get("name", ""))
         arguments = params.get("arguments")
-        result = await self.connector.refuse_hostile(
-            name, arguments if isinstance(arguments, dict) else {}, session, client
-        )
+        caller = CALLER.set(Caller(subject or None))  # for its log line and records
+        try:
+            result = await self.connector.refuse_hostile(
+                name, arguments if isinstance(arguments, dict) else {}, session, client
+            )
+        finally:
+            CALLER.reset(caller)
         answer = {
             "jsonrpc": "2.0",
             "id": message.get("id"),
@@ -318,10 +401,30 @@ class McpHosting:
     """Every connector's Streamable HTTP endpoint, for mounting in a Starlette app."""
 
     def __init__(
-        self, connectors: Mapping[str, Connector], http: HttpConfig, state: StateStore
+        self,
+        connectors: Mapping[str, Connector],
+        http: HttpConfig,
+        state: StateStore,
+        auth: AuthConfig | None = None,
+        keys: KeySource | None = None,
+        refused: Callable[[str, str], None] | None = None,
     ) -> None:
         self.connectors = dict(connectors)
         self.http = http
+        self.auth = auth or AuthConfig(mode="off")
+        self.refused = refused
+        self.guards: dict[str, ResourceGuard] = {}
+        if self.auth.checks_tokens:
+            if keys is None:
+                raise ValueError("checking tokens needs the authorization server's keys")
+            base = (self.auth.public_url or f"http://{http.host}:{http.port}").rstrip("/")
+            self.guards = {
+                name: ResourceGuard(
+                    base + http.path(name), self.auth.issuer, keys,
+                    name=connector.instance.display_name,
+                )
+                for name, connector in self.connectors.items()
+            }  # fmt: skip
         self.managers = {
             name: StreamableHTTPSessionManager(
                 app=connector.server,
@@ -339,7 +442,7 @@ class McpHosting:
         self.state = state
 
     def routes(self) -> list[BaseRoute]:
-        return [
+        routes: list[BaseRoute] = [
             Route(
                 self.http.path(name),
                 SessionBinding(
@@ -348,10 +451,21 @@ class McpHosting:
                     self.state,
                     self.http,
                     self.connectors[name],
+                    guard=self.guards.get(name),
+                    required=self.auth.mode == "required",
+                    refused=self.refused,
                 ),
             )
             for name, manager in self.managers.items()
         ]
+        for name, guard in self.guards.items():  # RFC 9728: where each endpoint says who it trusts
+            routes.append(
+                Route(
+                    f"/.well-known/oauth-protected-resource{self.http.path(name)}",
+                    _metadata_route(guard.metadata()),
+                )
+            )
+        return routes
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -364,6 +478,15 @@ class McpHosting:
                 connector.learn_in_background()  # an insurer down at start is temporary
                 stack.callback(connector.stop)
             yield
+
+
+def _metadata_route(metadata: Mapping[str, Any]) -> Callable[[Request], Any]:
+    body = json.dumps(metadata).encode()
+
+    async def endpoint(request: Request) -> Response:
+        return Response(body, media_type="application/json")
+
+    return endpoint
 
 
 async def serve_stdio(connector: Connector) -> None:

@@ -2,22 +2,42 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 from opentelemetry.propagate import inject
 
+from omds_ld import metrics
 from omds_ld.mcp.state import StateStore
 from omds_ld.mcp.transport import RawAnswer, Transport
 from omds_ld.norm import Operation
 
 # the longest an answer is kept fresh, whatever the insurer's max-age says
 MAX_FRESH = 3600.0
+
+Credentials = Callable[[], Awaitable[Mapping[str, str]]]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Whom a call to the insurer is made for: a broker (``subject``, as the authorization
+    server names it) with how to authenticate as them, or nobody (the MCP server itself)."""
+
+    subject: str | None = None
+    credentials: Credentials | None = None
+
+
+# set for the length of one MCP request by the connector; the MCP server's own reads run without
+CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar(
+    "caller",
+    default=Caller(),  # noqa: B039 (frozen: nobody can change the default)
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +92,7 @@ class Upstream:
         headers: Mapping[str, str] | None = None,
         default_ttl: float = 30.0,
         revalidate_ttl: float = 600.0,
+        own_credentials: Credentials | None = None,
     ) -> None:
         self.name = name
         self.api_url = api_url.rstrip("/")
@@ -83,6 +104,8 @@ class Upstream:
         }
         self.default_ttl = default_ttl
         self.revalidate_ttl = revalidate_ttl
+        # how the MCP server authenticates as itself (client credentials), if not by a static token
+        self.own_credentials = own_credentials
         # a generation outlives every entry read under the one before it, so that no entry
         # from before a write is ever fresh again
         self.generation_ttl = 2 * max(MAX_FRESH, revalidate_ttl)
@@ -113,6 +136,10 @@ class Upstream:
         url = self.url(operation, path_params, query)
         scope = self._scope(operation, path_params)
         headers = dict(self.headers)
+        caller = CALLER.get()
+        credentials = caller.credentials or self.own_credentials
+        if credentials is not None:
+            headers.update(await credentials())
         inject(headers)  # the caller's trace goes on to the insurer (W3C traceparent), if any
         if operation.method != "GET":
             if idempotency_key:
@@ -121,7 +148,7 @@ class Upstream:
             if body is not None:
                 content = json.dumps(body, ensure_ascii=False).encode()
                 headers["Content-Type"] = "application/ld+json"
-            answer = await self.transport.request(operation.method, url, headers, content)
+            answer = await self._request(operation.method, url, headers, content)
             # a new generation, never one used before: entries read before this write are stale
             # (a counter could start again at 1 once its key expired, and revive old entries)
             await self.state.set(
@@ -136,7 +163,8 @@ class Upstream:
 
         # one round trip: the resource's generation and the entry, kept with the generation it
         # was read in; an entry from before the latest write is no entry
-        key = f"cache:{self.name}:{url}"
+        # kept per broker: what one broker may read is never served to another from here
+        key = f"cache:{self.name}:{caller.subject or '-'}:{url}"
         raw_generation, raw_entry = await self.state.get_many([f"gen:{self.name}:{scope}", key])
         generation = raw_generation.decode() if raw_generation else "0"
         cached = _entry(raw_entry)
@@ -152,7 +180,7 @@ class Upstream:
                 )
             if meta.get("etag"):
                 headers["If-None-Match"] = meta["etag"]
-        answer = await self.transport.request("GET", url, headers, None)
+        answer = await self._request("GET", url, headers, None)
         fresh_until = now + (_freshness(answer, self.default_ttl) or 0.0)
         if answer.status == 304 and cached is not None:
             meta, content = cached
@@ -168,11 +196,27 @@ class Upstream:
             await self._keep(key, generation, answer, answer.content, None)
         return result
 
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], content: bytes | None
+    ) -> RawAnswer:
+        """One request to the insurer, its time measured (``omds_ld_insurer_request_seconds``)."""
+        started = time.perf_counter()
+        status = 0
+        try:
+            answer = await self.transport.request(method, url, dict(headers), content)
+            status = answer.status
+            return answer
+        finally:
+            metrics.observe_insurer(self.name, method, status, time.perf_counter() - started)
+
     async def forget(
         self, operation: Operation, path_params: Mapping[str, str], query: Mapping[str, Any]
     ) -> None:
         """Drop a kept read (an answer found to break the norm is never served again)."""
-        await self.state.delete(f"cache:{self.name}:{self.url(operation, path_params, query)}")
+        subject = CALLER.get().subject or "-"
+        await self.state.delete(
+            f"cache:{self.name}:{subject}:{self.url(operation, path_params, query)}"
+        )
 
     async def _keep(
         self, key: str, generation: str, answer: RawAnswer, content: bytes, etag: str | None

@@ -1,0 +1,1 @@
+"""Authorization: access tokens, the example authorization server, the resource side."""

@@ -1,0 +1,655 @@
+"""The example insurers' authorization server, built from Authlib's server components: metadata
+(RFC 8414), dynamic client registration (RFC 7591), authorization code with PKCE and a small login
+page for the demo brokers, client credentials for software houses, refresh tokens (rotated), token
+exchange (RFC 8693) for the MCP servers, and the JWKS of a signing key kept in its store.
+
+Every token is a JWT for exactly one resource (RFC 8707 ``resource``): an insurer's MCP endpoint or
+an insurer's interface. Authlib is synchronous; each endpoint reads the HTTP request first and then
+lets Authlib decide in a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import html
+import secrets
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+from authlib.oauth2 import AuthorizationServer, OAuth2Error
+from authlib.oauth2.rfc6749 import (
+    ClientMixin,
+    JsonPayload,
+    JsonRequest,
+    OAuth2Payload,
+    OAuth2Request,
+    grants,
+)
+from authlib.oauth2.rfc6749.errors import (
+    InvalidGrantError,
+    InvalidRequestError,
+    InvalidScopeError,
+    UnauthorizedClientError,
+)
+from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
+from authlib.oauth2.rfc7636 import CodeChallenge
+from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from omds_ld.auth.store import AuthStore, Grant
+from omds_ld.auth.tokens import (
+    ACCESS_TOKEN_TYPE,
+    SCOPES,
+    TOKEN_EXCHANGE,
+    TokenRefused,
+    check,
+    issue,
+)
+
+# what the token being made is for, and who exchanged it: set by the grant making it
+_audience: contextvars.ContextVar[str] = contextvars.ContextVar("audience")
+_actor: contextvars.ContextVar[str | None] = contextvars.ContextVar("actor", default=None)
+_not_after: contextvars.ContextVar[float | None] = contextvars.ContextVar("not_after", default=None)
+
+DEMO_PASSWORD = "demo"  # the example's brokers log in with it; a real deployment has its own IdP
+
+
+class InvalidTargetError(OAuth2Error):  # type: ignore[misc]
+    """RFC 8707: the resource asked for is not one this server issues tokens for."""
+
+    error = "invalid_target"
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """What the authorization server is for: its issuer URL, the resources it issues tokens for
+    (URL → what it is), and the demo brokers who may log in (subject → name)."""
+
+    issuer: str
+    resources: Mapping[str, str]
+    brokers: Mapping[str, str]
+    access_token_seconds: int = 3600
+    refresh_token_seconds: int = 30 * 24 * 3600
+    code_seconds: int = 300
+
+
+@dataclass(frozen=True)
+class BrokerUser:
+    subject: str
+
+    def get_user_id(self) -> str:
+        return self.subject
+
+
+class Client(ClientMixin):  # type: ignore[misc]
+    """A registered client: its metadata as registered (RFC 7591), and two of ours:
+    ``omds_ld_broker`` (the broker a client-credentials client acts for) and
+    ``omds_ld_exchanges_for`` (the resources whose tokens it may exchange: an MCP server's)."""
+
+    def __init__(self, client_id: str, secret_hash: str | None, metadata: Mapping[str, Any]):
+        self.client_id = client_id
+        self.secret_hash = secret_hash
+        self.metadata = dict(metadata)
+
+    def get_client_id(self) -> str:
+        return self.client_id
+
+    def get_default_redirect_uri(self) -> str | None:
+        uris = self.metadata.get("redirect_uris") or []
+        return str(uris[0]) if uris else None
+
+    def get_allowed_scope(self, scope: str | None) -> str:
+        allowed = set(str(self.metadata.get("scope") or " ".join(SCOPES)).split())
+        asked = scope.split() if scope else sorted(allowed)
+        return " ".join(s for s in asked if s in allowed)
+
+    def check_redirect_uri(self, redirect_uri: str) -> bool:
+        return redirect_uri in (self.metadata.get("redirect_uris") or [])
+
+    def check_client_secret(self, client_secret: str) -> bool:
+        return bool(AuthStore.secret_matches(self.secret_hash, client_secret))
+
+    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        if endpoint == "token":
+            return bool(
+                method == self.metadata.get("token_endpoint_auth_method", "client_secret_basic")
+            )
+        return True
+
+    def check_response_type(self, response_type: str) -> bool:
+        return response_type in (self.metadata.get("response_types") or ["code"])
+
+    def check_grant_type(self, grant_type: str) -> bool:
+        return grant_type in (self.metadata.get("grant_types") or ["authorization_code"])
+
+
+class _Payload(OAuth2Payload):  # type: ignore[misc]
+    def __init__(self, values: Mapping[str, list[str]]) -> None:
+        self._values = values
+
+    @property
+    def data(self) -> dict[str, str]:
+        return {k: v[0] for k, v in self._values.items() if v}
+
+    @property
+    def datalist(self) -> defaultdict[str, list[str]]:
+        return defaultdict(list, {k: list(v) for k, v in self._values.items()})
+
+
+class ReadRequest(OAuth2Request):  # type: ignore[misc]
+    """An HTTP request read whole (query and form), for Authlib's synchronous server."""
+
+    def __init__(
+        self,
+        method: str,
+        uri: str,
+        headers: Mapping[str, str],
+        query: Mapping[str, list[str]],
+        form: Mapping[str, list[str]],
+    ) -> None:
+        super().__init__(method, uri, headers=headers)  # case-insensitive, as Starlette reads them
+        merged: dict[str, list[str]] = {k: list(v) for k, v in query.items()}
+        for key, values in form.items():
+            merged.setdefault(key, []).extend(values)
+        self._query = {k: v[0] for k, v in query.items() if v}
+        self._form = {k: v[0] for k, v in form.items() if v}
+        self.payload = _Payload(merged)
+
+    @property
+    def args(self) -> dict[str, str]:
+        return self._query
+
+    @property
+    def form(self) -> dict[str, str]:
+        return self._form
+
+
+class ReadJsonRequest(JsonRequest):  # type: ignore[misc]
+    def __init__(self, method: str, uri: str, headers: Mapping[str, str], data: Any) -> None:
+        super().__init__(method, uri, headers)
+
+        class Payload(JsonPayload):  # type: ignore[misc]
+            @property
+            def data(self) -> Any:
+                return data
+
+        self.payload = Payload()
+
+
+async def read_request(request: Request) -> ReadRequest:
+    query: dict[str, list[str]] = {}
+    for key, value in request.query_params.multi_items():
+        query.setdefault(key, []).append(value)
+    form: dict[str, list[str]] = {}
+    if request.method == "POST":
+        async with request.form() as parsed:
+            for key, item in parsed.multi_items():
+                form.setdefault(key, []).append(str(item))
+    return ReadRequest(request.method, str(request.url), request.headers, query, form)
+
+
+def _resource(request: OAuth2Request, known: Mapping[str, str]) -> str:
+    """The one resource a request names (RFC 8707), which must be one of ours."""
+    asked = request.payload.datalist.get("resource", [])
+    if len(asked) != 1:
+        raise InvalidTargetError("name exactly one resource (RFC 8707): an MCP endpoint's URL")
+    if asked[0] not in known:
+        raise InvalidTargetError(f"no tokens are issued for {asked[0]}")
+    return str(asked[0])
+
+
+class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
+    """Authorization code, PKCE (S256) always, for one resource the code remembers."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+
+    def validate_authorization_request(self) -> str:
+        redirect_uri = str(super().validate_authorization_request())
+        data = self.request.payload.data
+        if not data.get("code_challenge") or data.get("code_challenge_method") != "S256":
+            raise InvalidRequestError(
+                "PKCE is required: code_challenge with code_challenge_method S256",
+                redirect_uri=redirect_uri,
+            )
+        try:
+            _resource(self.request, self.server.settings.resources)
+        except InvalidTargetError as error:
+            error.redirect_uri = redirect_uri
+            raise
+        return redirect_uri
+
+    def save_authorization_code(self, code: str, request: OAuth2Request) -> None:
+        data = request.payload.data
+        self.server.store.add_code(
+            code,
+            Grant(
+                client_id=request.client.get_client_id(),
+                subject=request.user.subject,
+                scope=request.scope or "",
+                resource=_resource(request, self.server.settings.resources),
+                expires=time.time() + self.server.settings.code_seconds,
+                redirect_uri=data.get("redirect_uri", ""),
+                challenge=data.get("code_challenge", ""),
+                challenge_method=data.get("code_challenge_method", ""),
+            ),
+        )
+
+    def query_authorization_code(self, code: str, client: Client) -> _Code | None:
+        kept = self.server.store.code(code, client.get_client_id())
+        return None if kept is None else _Code(code, kept)
+
+    def delete_authorization_code(self, authorization_code: _Code) -> None:
+        if not self.server.store.use_code(authorization_code.code):
+            raise InvalidGrantError("the code was used already")
+
+    def authenticate_user(self, authorization_code: _Code) -> BrokerUser:
+        return BrokerUser(authorization_code.grant.subject)
+
+    def create_token_response(self) -> Any:
+        code: _Code = self.request.authorization_code
+        asked = self.request.payload.datalist.get("resource", [])
+        if asked and asked != [code.grant.resource]:
+            raise InvalidTargetError("the resource is not the one the code was issued for")
+        _audience.set(code.grant.resource)
+        return super().create_token_response()
+
+
+class _Code:
+    def __init__(self, code: str, grant: Grant) -> None:
+        self.code = code
+        self.grant = grant
+        self.code_challenge = grant.challenge
+        self.code_challenge_method = grant.challenge_method
+
+    def get_redirect_uri(self) -> str:
+        return self.grant.redirect_uri
+
+    def get_scope(self) -> str:
+        return self.grant.scope
+
+
+class Pkce(CodeChallenge):  # type: ignore[misc]
+    SUPPORTED_CODE_CHALLENGE_METHOD = ("S256",)
+
+    def get_authorization_code_challenge(self, authorization_code: _Code) -> str:
+        return authorization_code.code_challenge
+
+    def get_authorization_code_challenge_method(self, authorization_code: _Code) -> str:
+        return authorization_code.code_challenge_method
+
+
+class _Refresh:
+    def __init__(self, token: str, grant: Grant) -> None:
+        self.token = token
+        self.grant = grant
+
+    def check_client(self, client: Client) -> bool:
+        return client.get_client_id() == self.grant.client_id
+
+    def get_scope(self) -> str:
+        return self.grant.scope
+
+    def get_expires_in(self) -> int:
+        return max(0, int(self.grant.expires - time.time()))
+
+    def is_expired(self) -> bool:
+        return self.grant.expires <= time.time()
+
+    def is_revoked(self) -> bool:
+        return False
+
+
+class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
+    """A refresh token is used once: its use revokes it and brings a new one (OAuth 2.1)."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+    INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def authenticate_refresh_token(self, refresh_token: str) -> _Refresh | None:
+        kept = self.server.store.refresh_token(refresh_token)
+        return None if kept is None else _Refresh(refresh_token, kept)
+
+    def authenticate_user(self, refresh_token: _Refresh) -> BrokerUser:
+        return BrokerUser(refresh_token.grant.subject)
+
+    def revoke_old_credential(self, refresh_token: _Refresh) -> None:
+        self.server.store.revoke_refresh_token(refresh_token.token)
+
+    def create_token_response(self) -> Any:
+        _audience.set(self.request.refresh_token.grant.resource)
+        return super().create_token_response()
+
+
+class ClientCredentials(grants.ClientCredentialsGrant):  # type: ignore[misc]
+    """A software house's own client: a token for one resource, as the broker it acts for."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
+
+    def create_token_response(self) -> Any:
+        _audience.set(_resource(self.request, self.server.settings.resources))
+        return super().create_token_response()
+
+
+class TokenExchange(grants.BaseGrant, grants.TokenEndpointMixin):  # type: ignore[misc]
+    """RFC 8693: an MCP server trades the token a broker sent it for a token of that broker at
+    the insurer's interface (``resource``), carrying who exchanged it (``act``). Only a client
+    registered to exchange tokens of that MCP endpoint may, and never for more scope."""
+
+    GRANT_TYPE = TOKEN_EXCHANGE
+    TOKEN_ENDPOINT_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
+
+    def validate_token_request(self) -> None:
+        client = self.authenticate_token_endpoint_client()
+        if not client.check_grant_type(self.GRANT_TYPE):
+            raise UnauthorizedClientError("the client may not exchange tokens")
+        form = self.request.form
+        token, kind = form.get("subject_token"), form.get("subject_token_type")
+        if not token or kind != ACCESS_TOKEN_TYPE:
+            raise InvalidRequestError(f"subject_token with subject_token_type {ACCESS_TOKEN_TYPE}")
+        target = _resource(self.request, self.server.settings.resources)
+        sources = client.metadata.get("omds_ld_exchanges_for") or []
+        identity = None
+        for source in sources:
+            try:
+                identity = check(token, self.server.store.public_keys(), self.server.issuer, source)
+                break
+            except TokenRefused as refused:
+                reason = refused.description
+        if identity is None:
+            raise InvalidGrantError(
+                f"the subject token is not one this client may exchange ({reason})"
+                if sources
+                else "the client exchanges no tokens"
+            )
+        asked = set((self.request.payload.scope or "").split()) or set(identity.scopes)
+        if not asked <= identity.scopes:
+            raise InvalidScopeError("more scope than the subject token has")
+        self.request.client = client
+        self.request.user = BrokerUser(identity.subject)
+        self.request.scope = " ".join(sorted(asked))
+        self._target, self._not_after = target, identity.expires
+
+    def create_token_response(self) -> Any:
+        _audience.set(self._target)
+        _actor.set(self.request.client.get_client_id())
+        _not_after.set(self._not_after)
+        token = self.generate_token(
+            user=self.request.user, scope=self.request.scope, include_refresh_token=False
+        )
+        token["issued_token_type"] = ACCESS_TOKEN_TYPE
+        return 200, token, self.TOKEN_RESPONSE_HEADER
+
+
+class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
+    """Open dynamic registration (RFC 7591), for MCP clients such as Claude Code: such a client
+    may use the authorization code and refresh tokens, nothing else."""
+
+    ALLOWED_GRANTS = frozenset({"authorization_code", "refresh_token"})
+
+    def authenticate_token(self, request: Any) -> dict[str, bool]:
+        return {"open": True}
+
+    def get_server_metadata(self) -> dict[str, Any]:
+        return dict(self.server.metadata())
+
+    def generate_client_secret(self, request: Any) -> str | None:
+        method = (request.payload.data or {}).get("token_endpoint_auth_method")
+        return None if method == "none" else secrets.token_urlsafe(32)
+
+    def save_client(
+        self, client_info: dict[str, Any], client_metadata: dict[str, Any], request: Any
+    ) -> Client:
+        granted = set(client_metadata.get("grant_types") or ["authorization_code"])
+        if not granted <= self.ALLOWED_GRANTS:
+            raise InvalidRequestError(
+                "registered clients may use authorization_code and refresh_token only"
+            )
+        metadata = {k: v for k, v in client_metadata.items() if not str(k).startswith("omds_ld_")}
+        metadata.setdefault("token_endpoint_auth_method", "client_secret_basic")
+        self.server.store.add_client(
+            client_info["client_id"], client_info.get("client_secret"), metadata
+        )
+        return Client(client_info["client_id"], None, metadata)
+
+
+class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
+    """The authorization server of the example server; ``routes()`` mounts it."""
+
+    def __init__(self, settings: AuthSettings, store: AuthStore) -> None:
+        super().__init__(scopes_supported=list(SCOPES))
+        self.settings = settings
+        self.issuer = settings.issuer
+        self.store = store
+        self.register_grant(CodeGrant, [Pkce(required=True)])
+        self.register_grant(RefreshGrant)
+        self.register_grant(ClientCredentials)
+        self.register_grant(TokenExchange)
+        self.register_endpoint(Registration)
+
+    # what Authlib asks of a server
+
+    def query_client(self, client_id: str) -> Client | None:
+        found = self.store.client(client_id)
+        return None if found is None else Client(client_id, *found)
+
+    def save_token(self, token: Mapping[str, Any], request: OAuth2Request) -> None:
+        refresh = token.get("refresh_token")
+        if refresh:
+            self.store.add_refresh_token(
+                refresh,
+                Grant(
+                    client_id=request.client.get_client_id(),
+                    subject=request.user.subject,
+                    scope=str(token.get("scope", "")),
+                    resource=_audience.get(),
+                    expires=time.time() + self.settings.refresh_token_seconds,
+                ),
+            )
+
+    def generate_token(
+        self,
+        grant_type: str,
+        client: Client,
+        user: BrokerUser | None = None,
+        scope: str | None = None,
+        expires_in: int | None = None,
+        include_refresh_token: bool = True,
+    ) -> dict[str, Any]:
+        now = int(time.time())
+        lifetime = self.settings.access_token_seconds
+        not_after = _not_after.get()
+        expires = min(now + lifetime, int(not_after)) if not_after else now + lifetime
+        subject = (
+            user.subject
+            if user is not None
+            else str(client.metadata.get("omds_ld_broker") or client.get_client_id())
+        )
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "sub": subject,
+            "aud": _audience.get(),
+            "client_id": client.get_client_id(),
+            "scope": scope or "",
+            "iat": now,
+            "exp": expires,
+            "jti": secrets.token_urlsafe(16),
+        }
+        actor = _actor.get()
+        if actor:
+            claims["act"] = {"sub": actor}
+        token = {
+            "access_token": issue(self.store.signing_key(), claims),
+            "token_type": "Bearer",
+            "expires_in": expires - now,
+            "scope": scope or "",
+        }
+        if include_refresh_token:
+            token["refresh_token"] = secrets.token_urlsafe(32)
+        return token
+
+    def send_signal(self, name: str, *args: Any, **kwargs: Any) -> None:
+        """Authlib's signals (a client authenticated, a token revoked): nobody listens."""
+
+    def create_oauth2_request(self, request: Any) -> OAuth2Request:
+        return request
+
+    def create_json_request(self, request: Any) -> JsonRequest:
+        return request
+
+    def handle_response(self, status: int, body: Any, headers: Any) -> Response:
+        headers = dict(headers or [])
+        if isinstance(body, dict):
+            headers.pop("Content-Type", None)
+            return JSONResponse(body, status, headers={**headers, "Cache-Control": "no-store"})
+        return Response(body or b"", status, headers=headers)
+
+    # what it publishes
+
+    def metadata(self) -> AuthorizationServerMetadata:
+        issuer = self.issuer
+        metadata = AuthorizationServerMetadata(
+            {
+                "issuer": issuer,
+                "authorization_endpoint": f"{issuer}/authorize",
+                "token_endpoint": f"{issuer}/token",
+                "registration_endpoint": f"{issuer}/register",
+                "jwks_uri": f"{issuer}/jwks",
+                "scopes_supported": list(SCOPES),
+                "response_types_supported": ["code"],
+                "grant_types_supported": [
+                    "authorization_code", "refresh_token", "client_credentials", TOKEN_EXCHANGE,
+                ],
+                "token_endpoint_auth_methods_supported": [
+                    "client_secret_basic", "client_secret_post", "none",
+                ],
+                "code_challenge_methods_supported": ["S256"],
+                "service_documentation": "https://w3id.org/omds-ld",
+            }
+        )  # fmt: skip
+        metadata.validate()
+        return metadata
+
+    # the HTTP side
+
+    def routes(self, issuer_path: str) -> list[BaseRoute]:
+        return [
+            Route(f"/.well-known/oauth-authorization-server{issuer_path}", self._metadata),
+            Route(f"{issuer_path}/jwks", self._jwks),
+            Route(f"{issuer_path}/authorize", self._authorize, methods=["GET", "POST"]),
+            Route(f"{issuer_path}/token", self._token, methods=["POST"]),
+            Route(f"{issuer_path}/register", self._register, methods=["POST"]),
+        ]
+
+    async def _metadata(self, request: Request) -> Response:
+        return JSONResponse(dict(self.metadata()))
+
+    async def _jwks(self, request: Request) -> Response:
+        keys = await anyio.to_thread.run_sync(lambda: self.store.public_keys(fresh=True))
+        return JSONResponse(keys.as_dict(private=False), headers={"Cache-Control": "max-age=300"})
+
+    async def _token(self, request: Request) -> Response:
+        read = await read_request(request)
+        response: Response = await anyio.to_thread.run_sync(
+            self._in_context, self.create_token_response, read
+        )
+        return response
+
+    async def _register(self, request: Request) -> Response:
+        try:
+            data = await request.json()
+        except ValueError:
+            return JSONResponse(
+                {"error": "invalid_client_metadata", "error_description": "the body is no JSON"},
+                400,
+            )
+        read = ReadJsonRequest(request.method, str(request.url), request.headers, data)
+        response: Response = await anyio.to_thread.run_sync(
+            self.create_endpoint_response, "client_registration", read
+        )
+        return response
+
+    @staticmethod
+    def _in_context(function: Any, *arguments: Any) -> Any:
+        """Run in a context of its own: the audience and actor of one token stay with it."""
+        return contextvars.copy_context().run(function, *arguments)
+
+    async def _authorize(self, request: Request) -> Response:
+        read = await read_request(request)
+        try:
+            grant = await anyio.to_thread.run_sync(self.get_consent_grant, read)
+        except OAuth2Error as error:
+            return self._login_page(read, error=error.description or error.error, status=400)
+        if request.method == "GET":
+            return self._login_page(read)
+        if request.headers.get("origin") not in (None, _origin(str(request.url))):
+            return self._login_page(
+                read, error="this form is sent from its own page only", status=403
+            )
+        subject = read.form.get("broker", "")
+        if subject not in self.settings.brokers or not secrets.compare_digest(
+            read.form.get("password", ""), DEMO_PASSWORD
+        ):
+            return self._login_page(read, error="unknown broker or wrong password", status=401)
+        response: Response = await anyio.to_thread.run_sync(
+            self._in_context, self.create_authorization_response, read, BrokerUser(subject), grant
+        )
+        return response
+
+    def _login_page(self, read: ReadRequest, error: str = "", status: int = 200) -> Response:
+        """The demo brokers' login: who, a password, and what the client asks for."""
+        asked = {k: v for k, v in read.payload.data.items() if k not in ("broker", "password")}
+        hidden = "".join(
+            f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
+            for k, v in asked.items()
+        )
+        options = "".join(
+            f'<option value="{html.escape(s)}">{html.escape(n)} ({html.escape(s)})</option>'
+            for s, n in sorted(self.settings.brokers.items())
+        )
+        client = self.query_client(asked.get("client_id", "")) if asked.get("client_id") else None
+        name = (client.metadata.get("client_name") if client else None) or asked.get(
+            "client_id", ""
+        )
+        resource = self.settings.resources.get(asked.get("resource", ""), asked.get("resource", ""))
+        problem = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
+        action = html.escape(urlsplit(str(read.uri)).path)
+        form = (
+            f'<form method="post" action="{action}">{hidden}'
+            f'<label for="broker">Broker</label><select id="broker" name="broker">{options}</select>'
+            '<label for="password">Password (demo: <code>demo</code>)</label>'
+            '<input id="password" name="password" type="password" autocomplete="current-password">'
+            '<button type="submit">Log in and allow</button></form>'
+            if status != 400
+            else ""
+        )
+        page = (
+            "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            "<title>OMDS LD · log in</title><style>body{font:15px system-ui;max-width:32rem;"
+            "margin:2rem auto;padding:0 1rem}label,select,input,button{display:block;width:100%;"
+            "margin:.4rem 0}.error{color:#a11}</style></head><body>"
+            "<h1>Log in as a broker</h1>"
+            f"<p><strong>{html.escape(str(name))}</strong> asks to act for you at "
+            f"<strong>{html.escape(resource)}</strong> with "
+            f"<code>{html.escape(asked.get('scope', ' '.join(SCOPES)))}</code>.</p>"
+            f"{problem}{form}</body></html>"
+        )
+        return HTMLResponse(
+            page,
+            status,
+            headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
+                     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+                     "form-action 'self' http: https:; frame-ancestors 'none'"},
+        )  # fmt: skip
+
+
+def _origin(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}"

@@ -1,0 +1,95 @@
+"""Prometheus metrics of the MCP servers, at ``/metrics`` (prometheus-client, its default registry).
+
+Every tool call is counted from its request-log entry (one place, failures too): by insurer,
+tool, outcome and problem type; its latency goes into a histogram. The insurer's own latency is
+measured around each call to its interface; refused identities are counted where they are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
+
+# seconds: from a cached read (well under a millisecond) to the insurer's timeout
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+PROBLEMS = "https://w3id.org/omds-ld/problems/"
+
+CALLS = Counter(
+    "omds_ld_mcp_tool_calls",
+    "Tool calls, by insurer, tool, outcome (ok, replayed, tool-error, refused, temporary, "
+    "internal-error) and the problem type of a failed one",
+    ["insurer", "tool", "outcome", "problem"],
+)
+CALL_SECONDS = Histogram(
+    "omds_ld_mcp_tool_call_seconds",
+    "Time of a tool call in the MCP server, insurer included",
+    ["insurer", "tool"],
+    buckets=BUCKETS,
+)
+INSURER_SECONDS = Histogram(
+    "omds_ld_insurer_request_seconds",
+    "Time the insurer's interface took to answer one request of the MCP server",
+    ["insurer", "method", "status"],
+    buckets=BUCKETS,
+)
+CACHE = Counter(
+    "omds_ld_mcp_reads",
+    "Reads of a tool call, by whether the shared read cache answered them (hit) or the insurer",
+    ["insurer", "cache"],
+)
+REPLAYS = Counter(
+    "omds_ld_mcp_idempotent_replays",
+    "Writes answered as replays: of the MCP server's own record, or by the insurer",
+    ["insurer", "by"],
+)
+SESSIONS = Gauge(
+    "omds_ld_mcp_sessions_open",
+    "Open MCP sessions (2025-11-25 era) of an endpoint, on this replica",
+    ["insurer"],
+)
+REFUSED = Counter(
+    "omds_ld_mcp_refused_identities",
+    "Requests refused before any tool ran: no or invalid token (missing, expired, audience, "
+    "issuer, signature, invalid), lacking scope, another broker's session",
+    ["insurer", "reason"],
+)
+
+
+def observe_call(entry: Mapping[str, Any]) -> None:
+    """Count one tool call from its request-log entry."""
+    insurer, tool = str(entry.get("insurer", "")), str(entry.get("tool", ""))
+    outcome = str(entry.get("outcome", "ok"))
+    problem = str(entry.get("problem") or "")
+    CALLS.labels(insurer, tool, outcome, problem.removeprefix(PROBLEMS)).inc()
+    if isinstance(entry.get("durationMs"), int | float):
+        CALL_SECONDS.labels(insurer, tool).observe(float(entry["durationMs"]) / 1000)
+    provenance = entry.get("provenance") or {}
+    if outcome == "replayed":
+        REPLAYS.labels(insurer, "mcp").inc()
+    elif provenance.get("replayed") is True:
+        REPLAYS.labels(insurer, "insurer").inc()
+    if "fromCache" in provenance:
+        CACHE.labels(insurer, "hit" if provenance["fromCache"] else "miss").inc()
+
+
+def observe_insurer(insurer: str, method: str, status: int, seconds: float) -> None:
+    INSURER_SECONDS.labels(insurer, method, f"{status // 100}xx" if status else "none").observe(
+        seconds
+    )
+
+
+def refused(insurer: str, reason: str) -> None:
+    REFUSED.labels(insurer, reason).inc()
+
+
+def open_sessions(insurer: str, count: Callable[[], int]) -> None:
+    SESSIONS.labels(insurer).set_function(count)
+
+
+async def endpoint(request: Request) -> Response:
+    """``GET /metrics``: the Prometheus text format of this process's metrics."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,356 @@
+"""Every broker is who they say they are, end to end: the example server with --require-token is
+the insurers' authorization server, its MCP endpoints are resource servers, and the MCP servers
+call the insurers as the calling broker by token exchange. Through the real SDK client over
+Streamable HTTP (its own OAuth client where the flow is the point), and plain HTTP where the
+refusal itself is the point."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from joserfc import jwt
+from joserfc.jwk import ECKey
+
+from omds_ld.auth.store import AuthStore
+from omds_ld.auth.tokens import issue
+from tests.auth.flow import Storage, bearer_client, oauth_client, register, tokens_by_hand
+from tests.servers import ExampleServer
+
+PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleServer]:
+    """The example server with authorization required, logging what the insurers are asked."""
+    folder = Path(tmp_path_factory.mktemp("secured"))
+    running = ExampleServer(
+        folder / "s.sqlite3",
+        extra_args=["--require-token", "--access-log", str(folder / "access.jsonl"),
+                    "--request-log", str(folder / "mcp-requests.jsonl")],
+    )  # fmt: skip
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _tokens(server: ExampleServer, broker: str, insurer: str = "pfefferminzia", **kw: Any) -> str:
+    token: str = tokens_by_hand(server.url, broker, server.mcp(insurer), **kw)["access_token"]
+    return token
+
+
+def _forged(server: ExampleServer, key: ECKey | None = None, **claims: Any) -> str:
+    """A token made with the authorization server's own key (read from its store, as only the
+    operator could), or with another key, with claims as given over a valid token's."""
+    store = AuthStore(server.database.with_name(server.database.stem + "-auth.sqlite3"))
+    try:
+        signing = key or store.signing_key()
+    finally:
+        store.close()
+    now = int(time.time())
+    valid = {"iss": f"{server.url}/oauth", "sub": "alpha", "aud": server.mcp("pfefferminzia"),
+             "client_id": "x", "scope": "omds-ld.read omds-ld.write", "iat": now,
+             "exp": now + 600, "jti": "t"}  # fmt: skip
+    return issue(signing, {**valid, **claims})
+
+
+def _post(server: ExampleServer, token: str | None, body: Any = LIST, **headers: str) -> Any:
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.post(
+        server.mcp("pfefferminzia"), json=body, headers={**ACCEPT, **auth, **headers}, timeout=30
+    )
+
+
+def _created_case(result: Any) -> str:
+    assert not result.is_error, result.content[0].text
+    case: str = result.structured_content["case"]["caseId"]
+    return case
+
+
+def test_the_sdk_oauth_client_logs_in_and_works_on_a_case_as_alpha(
+    secured: ExampleServer,
+) -> None:
+    storage = Storage()
+
+    async def work() -> tuple[str, Any]:
+        async with oauth_client(secured.mcp("pfefferminzia"), "alpha", storage) as client:
+            created = await client.call_tool(
+                "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
+            )
+            case = _created_case(created)
+            return case, await client.call_tool("readCalculation", {"caseId": case})
+
+    case, read = asyncio.run(work())
+    assert not read.is_error, read.content[0].text
+    assert storage.tokens is not None and storage.client is not None  # registered, logged in
+    mcp_token = storage.tokens.access_token
+    claims = jwt.decode(mcp_token, _public(secured)).claims
+    assert claims["aud"] == secured.mcp("pfefferminzia") and claims["sub"] == "alpha"
+    # the insurer was asked as alpha, with a token of its own for its interface
+    created = next(
+        e for e in secured.access_entries()
+        if e["method"] == "POST" and e["path"].endswith("/pfefferminzia/api/calculations")
+    )  # fmt: skip
+    assert created["broker"] == "maklerbuero-alpha"
+    assert created["token"] == {
+        "subject": "alpha", "audience": secured.api("pfefferminzia"),
+        "client": "omds-ld-mcp", "actor": "omds-ld-mcp",
+    }  # fmt: skip
+    # the case is alpha's at the insurer: alpha's own demo token reads it, beta's does not
+    url = f"{secured.api('pfefferminzia')}/calculations/{case}"
+    assert (
+        httpx.get(url, headers={"Authorization": "Bearer pf-demo-alpha-7b1e4c"}).status_code == 200
+    )
+    assert (
+        httpx.get(url, headers={"Authorization": "Bearer pf-demo-beta-92d0aa"}).status_code == 404
+    )
+    # the MCP token went nowhere: not to the insurer, not into a log
+    for log in (secured.access_log, secured.request_log, secured.log):
+        assert log is not None and mcp_token not in log.read_text()
+    mcp_lines = [e for e in secured.request_entries() if e.get("tool") == "createCalculation"]
+    assert mcp_lines and all(e["broker"] == "alpha" for e in mcp_lines)
+
+
+def _public(server: ExampleServer) -> Any:
+    from joserfc.jwk import KeySet
+
+    return KeySet.import_key_set(httpx.get(f"{server.url}/oauth/jwks").json())
+
+
+def test_refused_identities_each_with_its_status_and_problem(secured: ExampleServer) -> None:
+    metadata = (
+        f"{secured.url}/.well-known/oauth-protected-resource/omds-ld/insurers/pfefferminzia/mcp"
+    )
+    # no token
+    answer = _post(secured, None)
+    assert answer.status_code == 401
+    assert f'resource_metadata="{metadata}"' in answer.headers["www-authenticate"]
+    assert "problems/unauthorized" in answer.json()["error"]["message"]
+    # the metadata says who issues tokens for the endpoint
+    prm = httpx.get(metadata).json()
+    assert prm["resource"] == secured.mcp("pfefferminzia")
+    assert prm["authorization_servers"] == [f"{secured.url}/oauth"]
+    cases = {
+        "expired": (_forged(secured, exp=int(time.time()) - 120), "expired"),
+        "wrong audience": (_tokens(secured, "alpha", "disrupto"), "not for this resource"),
+        "wrong issuer": (_forged(secured, iss="https://elsewhere.example/oauth"), "not issued by"),
+        "bad signature": (
+            _forged(secured, key=ECKey.generate_key("P-256", parameters={"kid": "k"})),
+            "signature",
+        ),
+        "not a JWT": ("pf-demo-alpha-7b1e4c", "signature"),
+    }
+    for name, (token, words) in cases.items():
+        answer = _post(secured, token)
+        assert answer.status_code == 401, name
+        challenge = answer.headers["www-authenticate"]
+        assert 'error="invalid_token"' in challenge and words in challenge, (name, challenge)
+        assert words in answer.json()["error"]["message"], name
+    # a valid token without the write scope reads, and is refused a change with 403
+    reader = _tokens(secured, "alpha", scope="omds-ld.read")
+    create = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "createCalculation",
+                         "arguments": {"body": {"p:hasRootProduct": PRODUCT}}}}  # fmt: skip
+    refused = _post(secured, reader, create, **{"MCP-Protocol-Version": "2026-07-28"})
+    assert refused.status_code == 403
+    assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+    assert "problems/insufficient-scope" in refused.json()["error"]["message"]
+
+    async def read() -> Any:
+        async with bearer_client(secured.mcp("pfefferminzia"), reader) as client:
+            return await client.call_tool("listProducts", {})
+
+    assert not asyncio.run(read()).is_error
+
+
+def test_another_brokers_case_key_and_session_are_not_theirs(secured: ExampleServer) -> None:
+    alpha, beta = _tokens(secured, "alpha"), _tokens(secured, "beta")
+    url = secured.mcp("pfefferminzia")
+    body = {"body": {"p:hasRootProduct": PRODUCT}, "idempotencyKey": "same-key-1"}
+
+    async def work() -> tuple[Any, Any, Any, Any]:
+        async with bearer_client(url, alpha) as as_alpha, bearer_client(url, beta) as as_beta:
+            first = await as_alpha.call_tool("createCalculation", body)
+            case = _created_case(first)
+            foreign = await as_beta.call_tool("readCalculation", {"caseId": case})
+            same_key = await as_beta.call_tool("createCalculation", body)
+            again = await as_alpha.call_tool("createCalculation", body)
+            return first, foreign, same_key, again
+
+    first, foreign, same_key, again = asyncio.run(work())
+    # beta's read of alpha's case: not found, as if it never was
+    assert foreign.is_error and "not-found" in foreign.content[0].text
+    # beta's same key is beta's own: a new case, not alpha's replayed
+    assert _created_case(same_key) != _created_case(first)
+    assert "Replayed" not in same_key.content[0].text
+    # alpha's retry with the key is the replay of alpha's first call
+    assert _created_case(again) == _created_case(first) and "Replayed" in again.content[0].text
+    # alpha's session: beta's token on it is refused
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    opened = _post(secured, alpha, init)
+    assert opened.status_code == 200
+    session = opened.headers["mcp-session-id"]
+    versioned = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    refused = _post(secured, beta, LIST, **versioned)
+    assert refused.status_code == 404 and "not yours" in refused.json()["error"]["message"]
+    assert _post(secured, alpha, LIST, **versioned).status_code != 404
+
+
+def test_the_demo_without_require_token_still_knows_a_broker_who_sends_a_token(
+    server: ExampleServer,
+) -> None:
+    alpha = _tokens(server, "alpha")
+
+    async def create(token: str | None) -> str:
+        if token is None:
+            from mcp import Client
+
+            async with Client(server.mcp("pfefferminzia"), mode="legacy") as client:
+                result = await client.call_tool(
+                    "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
+                )
+        else:
+            async with bearer_client(server.mcp("pfefferminzia"), token) as client:
+                result = await client.call_tool(
+                    "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
+                )
+        return _created_case(result)
+
+    mine, anonymous = asyncio.run(create(alpha)), asyncio.run(create(None))
+    api = server.api("pfefferminzia")
+    as_alpha = {"Authorization": "Bearer pf-demo-alpha-7b1e4c"}
+    assert httpx.get(f"{api}/calculations/{mine}", headers=as_alpha).status_code == 200
+    assert httpx.get(f"{api}/calculations/{mine}").status_code == 404  # not the anonymous one's
+    assert httpx.get(f"{api}/calculations/{anonymous}").status_code == 200
+    # a bad token is refused even in the demo
+    assert _post(server, "not-a-token").status_code == 401
+
+
+def test_the_authorization_server_keeps_its_rules(secured: ExampleServer) -> None:
+    base = secured.url
+    metadata = httpx.get(f"{base}/.well-known/oauth-authorization-server/oauth").json()
+    assert metadata["issuer"] == f"{base}/oauth"
+    assert metadata["code_challenge_methods_supported"] == ["S256"]
+    assert "urn:ietf:params:oauth:grant-type:token-exchange" in metadata["grant_types_supported"]
+    # a refresh token is used once: its use brings a new one, and the old one is dead
+    tokens = tokens_by_hand(base, "alpha", secured.mcp("pfefferminzia"))
+    client = tokens["client"]
+    refresh = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
+               "client_id": client["client_id"], "client_secret": client["client_secret"]}  # fmt: skip
+    renewed = httpx.post(f"{base}/oauth/token", data=refresh)
+    assert renewed.status_code == 200 and renewed.json()["refresh_token"] != tokens["refresh_token"]
+    assert _post(secured, renewed.json()["access_token"]).status_code != 401
+    reused = httpx.post(f"{base}/oauth/token", data=refresh)
+    assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+    # a registered client may not exchange tokens, nor register for it
+    assert httpx.post(f"{base}/oauth/register", json={
+        "redirect_uris": ["http://127.0.0.1:1/cb"],
+        "grant_types": ["urn:ietf:params:oauth:grant-type:token-exchange"],
+    }).status_code == 400  # fmt: skip
+    exchange = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                "subject_token": tokens["access_token"],
+                "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                "resource": secured.api("pfefferminzia"),
+                "client_id": client["client_id"], "client_secret": client["client_secret"]}  # fmt: skip
+    assert httpx.post(f"{base}/oauth/token", data=exchange).json()["error"] in (
+        "unauthorized_client",
+        "invalid_client",
+    )
+    # no token for a resource it does not issue for; PKCE is required; a wrong password is no login
+    other = register(base)
+    denied = httpx.get(f"{base}/oauth/authorize", params={
+        "response_type": "code", "client_id": other["client_id"],
+        "redirect_uri": "http://127.0.0.1:1/callback", "resource": "https://evil.example/mcp",
+        "code_challenge": "x" * 43, "code_challenge_method": "S256",
+    })  # fmt: skip
+    assert denied.status_code == 400 and "no tokens are issued" in denied.text
+    no_pkce = httpx.get(f"{base}/oauth/authorize", params={
+        "response_type": "code", "client_id": other["client_id"],
+        "redirect_uri": "http://127.0.0.1:1/callback", "resource": secured.mcp("pfefferminzia"),
+    })  # fmt: skip
+    assert no_pkce.status_code == 400 and "PKCE" in no_pkce.text
+    with pytest.raises(PermissionError, match="401"):
+        from tests.auth.flow import log_in
+
+        asyncio.run(log_in(f"{base}/oauth/authorize?" + str(httpx.QueryParams({
+            "response_type": "code", "client_id": other["client_id"],
+            "redirect_uri": "http://127.0.0.1:1/callback", "resource": secured.mcp("pfefferminzia"),
+            "code_challenge": "x" * 43, "code_challenge_method": "S256",
+        })), "alpha", password="wrong"))  # fmt: skip
+
+
+def test_a_rotated_key_signs_new_tokens_and_the_old_ones_still_verify(
+    secured: ExampleServer,
+) -> None:
+    before = _tokens(secured, "alpha")
+    rotated = subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "auth", "rotate-key",
+         "--database", str(secured.database)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "signing with key" in rotated.stdout
+    after = _tokens(secured, "alpha")
+    kids = {k["kid"] for k in httpx.get(f"{secured.url}/oauth/jwks").json()["keys"]}
+    assert len(kids) >= 2
+    assert (
+        jwt.decode(before, _public(secured)).header["kid"]
+        != jwt.decode(after, _public(secured)).header["kid"]
+    )
+    for token in (before, after):
+        assert _post(secured, token).status_code != 401
+
+
+def test_a_software_house_runs_the_mcp_server_with_its_own_client(
+    secured: ExampleServer, tmp_path: Path
+) -> None:
+    """stdio, in front of the insurer: its tokens by client credentials, as the broker its client
+    was registered for."""
+    import os
+
+    from mcp import Client, StdioServerParameters
+
+    added = subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
+         str(secured.database), "--name", "Alpha's software house", "--broker", "alpha"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    client = json.loads(added.stdout)
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "omds_ld.cli", "mcp", "--stdio", "--api", secured.api("pfefferminzia"),
+              "--name", "pfefferminzia", "--upstream-token-url", f"{secured.url}/oauth/token",
+              "--upstream-client-id", client["client_id"], "--log-level", "warning"],
+        env={**os.environ, "OMDS_LD_CLIENT_SECRET": client["client_secret"]},
+    )  # fmt: skip
+
+    async def work() -> Any:
+        async with Client(parameters) as session:
+            return await session.call_tool(
+                "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
+            )
+
+    case = _created_case(asyncio.run(work()))
+    entry = next(
+        e for e in reversed(secured.access_entries())
+        if e["method"] == "POST" and e["path"].endswith("/pfefferminzia/api/calculations")
+    )  # fmt: skip
+    assert entry["broker"] == "maklerbuero-alpha"
+    assert entry["token"]["subject"] == "alpha" and entry["token"]["client"] == client["client_id"]
+    url = f"{secured.api('pfefferminzia')}/calculations/{case}"
+    assert (
+        httpx.get(url, headers={"Authorization": "Bearer pf-demo-alpha-7b1e4c"}).status_code == 200
+    )

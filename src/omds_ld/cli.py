@@ -19,6 +19,7 @@ from omds_ld.serving import Limits
 
 ISSUER_PATH = "/oauth"  # the example authorization server's issuer, below the server's URL
 MCP_CLIENT = "omds-ld-mcp"
+CHAT_CLIENT = "omds-ld-chat"
 
 
 class LateApp:
@@ -40,6 +41,11 @@ def _http_settings(args: argparse.Namespace, port: int) -> HttpConfig:
         session_binding_seconds=args.session_minutes * 60,
         max_sessions=args.max_sessions or HttpConfig.max_sessions,
         max_sessions_per_client=args.max_sessions_per_client or HttpConfig.max_sessions_per_client,
+        hibernate_seconds=(
+            HttpConfig.hibernate_seconds
+            if args.hibernate_seconds is None
+            else args.hibernate_seconds
+        ),
     )
 
 
@@ -55,6 +61,12 @@ def _log_level(parser: argparse.ArgumentParser, default: str) -> None:
 
 def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
     defaults = Limits()
+    parser.add_argument(
+        "--hibernate-seconds",
+        type=float,
+        help="an MCP session with nothing in flight this long lets go of its SDK state and is "
+        f"made again on its next request; 0: never (default {HttpConfig.hibernate_seconds:g})",
+    )
     parser.add_argument(
         "--max-sessions",
         type=int,
@@ -142,11 +154,18 @@ def _serve(args: argparse.Namespace) -> int:
             agent = make_agent(args.chat_model, os.environ, args.chat_model_base_url)
         except ValueError as error:
             raise SystemExit(f"omds-ld serve: --chat-model: {error}") from None
+    mcp_urls = {name: config.base_url + mcp_config.http.path(name) for name in insurers}
+    logins = None
+    if config.require_token:  # the MCP endpoints want a broker's token: the page logs brokers in
+        from omds_ld.chat.login import Logins
+
+        logins = Logins(authorization.chat_login(tuple(mcp_urls.values())), token_http)
     chat = ChatPage(
-        {name: config.base_url + mcp_config.http.path(name) for name in insurers},
+        mcp_urls,
         {name: insurer.display_name for name, insurer in insurers.items()},
         Conversations(config.database.with_name(config.database.stem + "-chat.sqlite3")),
         agent,
+        logins,
     )
 
     @contextlib.asynccontextmanager
@@ -193,11 +212,30 @@ def _serve(args: argparse.Namespace) -> int:
 @dataclass
 class _Authorization:
     issuer: str
+    base_url: str
     store: Any
     routes: list[Any]
     keys: Any
     check: Any
     mcp_auth: Any
+
+    def chat_login(self, resources: tuple[str, ...]) -> Any:
+        """The chat page as a client of the authorization server (a new secret at every start)."""
+        import secrets
+
+        from omds_ld.auth.tokens import SCOPES
+        from omds_ld.chat.login import LoginSettings
+
+        secret = secrets.token_urlsafe(32)
+        redirect = f"{self.base_url}/chat/callback"
+        self.store.add_client(
+            CHAT_CLIENT,
+            secret,
+            {"client_name": "The example server's chat page", "redirect_uris": [redirect],
+             "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+             "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES)},
+        )  # fmt: skip
+        return LoginSettings(self.issuer, CHAT_CLIENT, secret, redirect, resources)
 
 
 def _authorization_server(
@@ -244,6 +282,7 @@ def _authorization_server(
     )  # fmt: skip
     return _Authorization(
         issuer=issuer,
+        base_url=config.base_url,
         store=store,
         routes=server.routes(ISSUER_PATH),
         keys=LocalKeys(store.public_keys),
@@ -370,6 +409,8 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
             http = replace(http, max_sessions=args.max_sessions)
         if args.max_sessions_per_client:
             http = replace(http, max_sessions_per_client=args.max_sessions_per_client)
+        if args.hibernate_seconds is not None:
+            http = replace(http, hibernate_seconds=args.hibernate_seconds)
         config = replace(config, http=http)
     return config
 

@@ -51,6 +51,12 @@ SESSIONS = Gauge(
     "Open MCP sessions (2025-11-25 era) of an endpoint, on this replica",
     ["insurer"],
 )
+LIVE = Gauge(
+    "omds_ld_mcp_sessions_live",
+    "Open MCP sessions whose SDK state is held now (the others are hibernated: idle, made again "
+    "on their next request), on this replica",
+    ["insurer"],
+)
 REFUSED = Counter(
     "omds_ld_mcp_refused_identities",
     "Requests refused before any tool ran: no or invalid token (missing, expired, audience, "
@@ -93,3 +99,7 @@ def open_sessions(insurer: str, count: Callable[[], int]) -> None:
 async def endpoint(request: Request) -> Response:
     """``GET /metrics``: the Prometheus text format of this process's metrics."""
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+def live_sessions(insurer: str, count: Callable[[], int]) -> None:
+    LIVE.labels(insurer).set_function(count)

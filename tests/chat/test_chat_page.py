@@ -169,3 +169,41 @@ def test_an_insurers_label_with_markup_stays_text(tmp_path: Path, browser: Any) 
         page.close()
     finally:
         insurer.stop()
+
+
+def test_with_authorization_required_a_broker_logs_in_and_the_page_works_as_them(
+    tmp_path: Path, browser: Any
+) -> None:
+    secured = ExampleServer(
+        tmp_path / "s.sqlite3",
+        extra_args=["--require-token", "--access-log", str(tmp_path / "access.jsonl")],
+    )
+    secured.start()
+    try:
+        page = browser.new_context(locale="en-GB").new_page()
+        page.goto(secured.url + "/chat")
+        page.wait_for_selector("body[data-ready=login]")
+        assert page.is_visible("#login a")
+        page.click("#login a")  # to the authorization server's login page
+        page.wait_for_selector("select#broker")
+        assert "asks to act for you" in page.inner_text("body")
+        page.select_option("select#broker", "beta")
+        page.fill("#password", "demo")
+        page.click("button[type=submit]")
+        page.wait_for_selector("body[data-ready=true]")  # back on the chat page, logged in
+        assert "beta" in page.inner_text("#who")
+        page.click("section[data-server=pfefferminzia] button[data-tool=listProducts]")
+        page.click("#call button[type=submit]")
+        page.wait_for_selector("#log article.tool")
+        assert not page.locator("#log article.error").count()
+        asked = [e for e in secured.access_entries() if e["path"].endswith("/api/products")]
+        assert asked and asked[-1]["broker"] == "makler-beta"
+        assert asked[-1]["token"]["subject"] == "beta"
+        # another browser session is not logged in: it is asked to log in, and calls nothing
+        other = browser.new_context().new_page()
+        other.goto(secured.url + "/chat")
+        other.wait_for_selector("body[data-ready=login]")
+        page.click("#logout")
+        page.wait_for_selector("body[data-ready=login]")
+    finally:
+        secured.stop()

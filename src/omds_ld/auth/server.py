@@ -57,6 +57,8 @@ from omds_ld.auth.tokens import (
 _audience: contextvars.ContextVar[str] = contextvars.ContextVar("audience")
 _actor: contextvars.ContextVar[str | None] = contextvars.ContextVar("actor", default=None)
 _not_after: contextvars.ContextVar[float | None] = contextvars.ContextVar("not_after", default=None)
+# the resources a grant (code, refresh token) covers, of which each token names one
+_covered: contextvars.ContextVar[str | None] = contextvars.ContextVar("covered", default=None)
 
 DEMO_PASSWORD = "demo"  # the example's brokers log in with it; a real deployment has its own IdP
 
@@ -195,6 +197,31 @@ async def read_request(request: Request) -> ReadRequest:
     return ReadRequest(request.method, str(request.url), request.headers, query, form)
 
 
+def _resources(request: OAuth2Request, known: Mapping[str, str]) -> list[str]:
+    """The resources an authorization request names (RFC 8707), each one of ours; one at least."""
+    asked = list(dict.fromkeys(request.payload.datalist.get("resource", [])))
+    if not asked:
+        raise InvalidTargetError("name the resource (RFC 8707): an MCP endpoint's URL")
+    for resource in asked:
+        if resource not in known:
+            raise InvalidTargetError(f"no tokens are issued for {resource}")
+    return asked
+
+
+def _chosen(request: OAuth2Request, covered: str) -> str:
+    """The one resource of those a grant covers that this token is for: the one the token request
+    names, or the grant's only one."""
+    resources = covered.split()
+    asked = request.payload.datalist.get("resource", [])
+    if not asked and len(resources) == 1:
+        return resources[0]
+    if len(asked) != 1 or asked[0] not in resources:
+        raise InvalidTargetError(
+            "name one resource the grant was given for: " + ", ".join(resources)
+        )
+    return str(asked[0])
+
+
 def _resource(request: OAuth2Request, known: Mapping[str, str]) -> str:
     """The one resource a request names (RFC 8707), which must be one of ours."""
     asked = request.payload.datalist.get("resource", [])
@@ -219,7 +246,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
                 redirect_uri=redirect_uri,
             )
         try:
-            _resource(self.request, self.server.settings.resources)
+            _resources(self.request, self.server.settings.resources)
         except InvalidTargetError as error:
             error.redirect_uri = redirect_uri
             raise
@@ -233,7 +260,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
                 client_id=request.client.get_client_id(),
                 subject=request.user.subject,
                 scope=request.scope or "",
-                resource=_resource(request, self.server.settings.resources),
+                resource=" ".join(_resources(request, self.server.settings.resources)),
                 expires=time.time() + self.server.settings.code_seconds,
                 redirect_uri=data.get("redirect_uri", ""),
                 challenge=data.get("code_challenge", ""),
@@ -254,10 +281,8 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
 
     def create_token_response(self) -> Any:
         code: _Code = self.request.authorization_code
-        asked = self.request.payload.datalist.get("resource", [])
-        if asked and asked != [code.grant.resource]:
-            raise InvalidTargetError("the resource is not the one the code was issued for")
-        _audience.set(code.grant.resource)
+        _audience.set(_chosen(self.request, code.grant.resource))
+        _covered.set(code.grant.resource)
         return super().create_token_response()
 
 
@@ -323,7 +348,9 @@ class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
         self.server.store.revoke_refresh_token(refresh_token.token)
 
     def create_token_response(self) -> Any:
-        _audience.set(self.request.refresh_token.grant.resource)
+        covered = self.request.refresh_token.grant.resource
+        _audience.set(_chosen(self.request, covered))
+        _covered.set(covered)
         return super().create_token_response()
 
 
@@ -448,7 +475,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
                     client_id=request.client.get_client_id(),
                     subject=request.user.subject,
                     scope=str(token.get("scope", "")),
-                    resource=_audience.get(),
+                    resource=_covered.get() or _audience.get(),
                     expires=time.time() + self.settings.refresh_token_seconds,
                 ),
             )
@@ -607,7 +634,9 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         asked = {k: v for k, v in read.payload.data.items() if k not in ("broker", "password")}
         hidden = "".join(
             f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
-            for k, v in asked.items()
+            for k, values in read.payload.datalist.items()
+            if k not in ("broker", "password")
+            for v in values
         )
         options = "".join(
             f'<option value="{html.escape(s)}">{html.escape(n)} ({html.escape(s)})</option>'
@@ -617,7 +646,9 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         name = (client.metadata.get("client_name") if client else None) or asked.get(
             "client_id", ""
         )
-        resource = self.settings.resources.get(asked.get("resource", ""), asked.get("resource", ""))
+        resource = ", ".join(
+            self.settings.resources.get(r, r) for r in read.payload.datalist.get("resource", [])
+        )
         problem = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
         action = html.escape(urlsplit(str(read.uri)).path)
         form = (

@@ -18,16 +18,19 @@ from collections.abc import AsyncIterator, Mapping
 from importlib import resources
 from typing import Any
 
+import httpx2
 import yaml
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from omds_ld.chat.conversations import Conversations, owner_of
-from omds_ld.chat.worker import TURN_END, USER, Workers
+from omds_ld.chat.login import BearerAuth, LoginFailed, Logins
+from omds_ld.chat.worker import TURN_END, USER, Workers, mcp_http
 from omds_ld.scenarios.agents.models import INSTRUCTION, ModelAgent
 from omds_ld.scenarios.grader import grade
 from omds_ld.scenarios.protocol import MODEL_CALL, RUN_END, RUN_START, TOOL_CALL, now
@@ -45,12 +48,15 @@ class ChatPage:
         display_names: Mapping[str, str],
         conversations: Conversations,
         agent: ModelAgent | None = None,
+        logins: Logins | None = None,
     ) -> None:
         self.mcp_urls = dict(mcp_urls)
         self.display_names = dict(display_names)
         self.conversations = conversations
         self.agent = agent
-        self.workers = Workers(self.mcp_urls, conversations, agent)
+        # where the MCP endpoints want tokens: brokers log in, their tokens stay on the server
+        self.logins = logins
+        self.workers = Workers(self.mcp_urls, conversations, agent, auth=self._auth)
         self.static = resources.files("omds_ld.chat").joinpath("static")
 
     @contextlib.asynccontextmanager
@@ -73,6 +79,9 @@ class ChatPage:
             Route("/chat/api/conversations/{cid}/messages", self.say, methods=["POST"]),
             Route("/chat/api/conversations/{cid}/events", self.stream, methods=["GET"]),
             Route("/chat/api/conversations/{cid}/grade", self.grade, methods=["POST"]),
+            Route("/chat/login", self.login, methods=["GET"]),
+            Route("/chat/callback", self.callback, methods=["GET"]),
+            Route("/chat/api/logout", self.logout, methods=["POST"]),
             Route("/chat/api/conversations/{cid}/protocol.jsonl", self.protocol, methods=["GET"]),
             Route("/chat/api/conversations/{cid}/scenario", self.scenario, methods=["POST"]),
         ]
@@ -105,11 +114,71 @@ class ChatPage:
             )
         return response
 
+    # logging in, where the MCP endpoints want tokens
+
+    def _auth(self, owner: str, url: str) -> httpx2.Auth | None:
+        broker = self.logins.of(owner) if self.logins else None
+        return BearerAuth(broker, url) if broker else None
+
+    def _must_log_in(self, request: Request) -> Response | None:
+        """Where brokers log in: a 401 naming the login, unless this browser session has."""
+        if self.logins is None:
+            return None
+        browser = self._browser(request)
+        if browser and self.logins.of(owner_of(browser)):
+            return None
+        return JSONResponse(
+            {
+                "status": 401,
+                "detail": "the MCP servers want a broker: log in",
+                "login": "/chat/login",
+            },
+            401,
+        )
+
+    async def login(self, request: Request) -> Response:
+        browser = self._browser(request)
+        if self.logins is None or not browser:
+            return RedirectResponse("/chat", 303)
+        return RedirectResponse(self.logins.start(owner_of(browser)), 303)
+
+    async def callback(self, request: Request) -> Response:
+        browser = self._browser(request)
+        if self.logins is None or not browser:
+            return RedirectResponse("/chat", 303)
+        code, state = request.query_params.get("code"), request.query_params.get("state")
+        if not code or not state:
+            why = request.query_params.get("error_description") or "no code came back"
+            return self._refused(400, f"not logged in: {why}")
+        try:
+            await self.logins.finish(owner_of(browser), code, state)
+        except LoginFailed as failure:
+            return self._refused(400, f"not logged in: {failure}")
+        return RedirectResponse("/chat", 303)
+
+    async def logout(self, request: Request) -> Response:
+        browser = self._browser(request)
+        if not self._same_origin(request) or not browser:
+            return self._refused(403, "from the chat page of this server only")
+        if self.logins is not None:
+            self.logins.forget(owner_of(browser))
+        return Response(status_code=204)
+
     async def servers(self, request: Request) -> Response:
         """Every insurer's MCP server with its tools, as tools/list gives them."""
+        refused = self._must_log_in(request)
+        if refused is not None:
+            return refused
+        owner = owner_of(self._browser(request) or "")
         out = []
         for name, url in self.mcp_urls.items():
-            async with Client(url, mode=SESSIONLESS) as client:
+            auth = self._auth(owner, url)
+            async with contextlib.AsyncExitStack() as stack:
+                transport: Any = url
+                if auth is not None:
+                    http = await stack.enter_async_context(mcp_http(auth))
+                    transport = streamable_http_client(url, http_client=http)
+                client = await stack.enter_async_context(Client(transport, mode=SESSIONLESS))
                 tools = (await client.list_tools()).tools
             out.append(
                 {
@@ -129,7 +198,10 @@ class ChatPage:
             if self.agent is not None
             else None
         )  # fmt: skip
-        return JSONResponse({"servers": out, "model": model})
+        broker = self.logins.of(owner) if self.logins else None
+        return JSONResponse(
+            {"servers": out, "model": model, "broker": broker.subject if broker else None}
+        )
 
     # conversations
 
@@ -137,6 +209,9 @@ class ChatPage:
         browser = self._browser(request)
         if not self._same_origin(request) or not browser:
             return self._refused(403, "from the chat page of this server only")
+        refused = self._must_log_in(request)
+        if refused is not None:
+            return refused
         model = self.agent.name if self.agent is not None else None
         first = {"event": RUN_START, "time": now(), "agent": model or "by hand",
                  "gen_ai.request.model": model, "servers": list(self.mcp_urls),
@@ -212,6 +287,9 @@ class ChatPage:
         cid = request.path_params["cid"]
         if self.conversations.events(cid, owner) is None:
             return self._refused(404, "no such conversation")
+        refused = self._must_log_in(request)
+        if refused is not None:
+            return refused
         try:
             payload: Any = await request.json()
         except ValueError:

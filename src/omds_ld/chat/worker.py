@@ -16,7 +16,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from omds_ld.chat.conversations import Conversations
 from omds_ld.scenarios.agents.models import ModelAgent
@@ -68,6 +70,11 @@ class _Worker:
     task: asyncio.Task[None] | None = None
 
 
+def mcp_http(auth: httpx2.Auth) -> httpx2.AsyncClient:
+    """An HTTP client for an MCP client, with the MCP transports' timeouts and this auth."""
+    return httpx2.AsyncClient(auth=auth, timeout=httpx2.Timeout(30.0, read=300.0))
+
+
 def _why(error: BaseException) -> tuple[str, str]:
     """How a turn ended that ended without a final answer: the reason kind and its words."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
@@ -90,10 +97,13 @@ class Workers:
         conversations: Conversations,
         agent: ModelAgent | None,
         idle_seconds: float = 300.0,
+        auth: Callable[[str, str], httpx2.Auth | None] | None = None,
     ) -> None:
         self.mcp_urls = dict(mcp_urls)
         self.conversations = conversations
         self.agent = agent
+        # how a browser session's MCP requests authenticate at an endpoint (its broker's token)
+        self.auth = auth
         self.idle_seconds = idle_seconds
         self._workers: dict[str, _Worker] = {}
         self._changes: dict[str, asyncio.Event] = {}
@@ -156,9 +166,16 @@ class Workers:
 
                 async def client(server: str) -> Client:
                     if server not in clients:
-                        clients[server] = await stack.enter_async_context(
-                            Client(self.mcp_urls[server], mode="legacy")
-                        )
+                        url = self.mcp_urls[server]
+                        auth = self.auth(worker.owner, url) if self.auth else None
+                        if auth is None:
+                            connected = Client(url, mode="legacy")
+                        else:
+                            http = await stack.enter_async_context(mcp_http(auth))
+                            connected = Client(
+                                streamable_http_client(url, http_client=http), mode="legacy"
+                            )
+                        clients[server] = await stack.enter_async_context(connected)
                     return clients[server]
 
                 while True:

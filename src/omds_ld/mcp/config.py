@@ -91,6 +91,9 @@ class HttpConfig:
     # costs memory until it lapses, so a client opening sessions in a loop is refused beyond
     max_sessions: int = 1000
     max_sessions_per_client: int = 100
+    # a session with nothing in flight for this long lets go of its SDK state (a few hundred
+    # bytes stay) and is made again on its next request; 0: never
+    hibernate_seconds: float = 60.0
 
     @property
     def hosts(self) -> list[str]:
@@ -158,6 +161,7 @@ def load_config(path: Path, environment: Mapping[str, str] | None = None) -> Mcp
         max_body_bytes=int(http_raw.get("max_body_bytes", 1024 * 1024)),
         max_sessions=int(http_raw.get("max_sessions", 1000)),
         max_sessions_per_client=int(http_raw.get("max_sessions_per_client", 100)),
+        hibernate_seconds=float(http_raw.get("hibernate_seconds", 60)),
     )
     return McpConfig(
         instances=instances,

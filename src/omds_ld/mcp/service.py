@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -23,6 +24,7 @@ from omds_ld.auth.resource import IDENTITY, TOKEN, KeySource, Refusal, ResourceG
 from omds_ld.auth.tokens import WRITE, Identity
 from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
 from omds_ld.hosts import Allowlist
+from omds_ld.mcp import hibernation
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.connector import Connector
 from omds_ld.mcp.executor import Instance
@@ -185,6 +187,7 @@ class SessionBinding:
         guard: ResourceGuard | None = None,
         required: bool = True,
         refused: Callable[[str, str], None] | None = None,
+        manager: StreamableHTTPSessionManager | None = None,
     ) -> None:
         self.name = name
         self.app = app
@@ -197,7 +200,12 @@ class SessionBinding:
         self.allowlist = Allowlist(http.hosts, http.origins)
         # the sessions opened here and not lapsed: id → (client address, last request)
         self.open: dict[str, tuple[str, float]] = {}
+        # requests of a session in flight now (a GET stream is in flight while it is open)
+        self.in_flight: dict[str, int] = {}
+        self.manager = manager  # the SDK's, for hibernating idle sessions and reviving them
         metrics.open_sessions(name, lambda: len(self.open))
+        if manager is not None:
+            metrics.live_sessions(name, lambda: hibernation.live(manager))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -252,7 +260,8 @@ class SessionBinding:
                     send, 404, "Session not found: unknown or expired; initialize a new session"
                 )
                 return
-            owner_name, _, owner_subject = owner.decode().partition("\n")
+            owner_name, _, rest = owner.decode().partition("\n")
+            owner_subject, _, initialize = rest.partition("\n")
             if owner_name == self.name and owner_subject != subject:
                 # another broker's session is as unknown as one that never was
                 self.refused(self.name, "session")
@@ -273,14 +282,30 @@ class SessionBinding:
                 self.open.pop(session, None)
                 with contextlib.suppress(StateUnavailable):  # it lapses on its own
                     await self.bindings.delete(key)
-            elif session in self.open:
-                self.open[session] = (self.open[session][0], time.monotonic())
+                if self.manager is not None and not hibernation.is_live(self.manager, session):
+                    # a hibernated session has nothing more to end than its binding
+                    await send({"type": "http.response.start", "status": 200, "headers": []})
+                    await send({"type": "http.response.body", "body": b""})
+                    return
+            else:
+                self.open[session] = (self.open.get(session, (client, 0.0))[0], time.monotonic())
+                if self.manager is not None and not hibernation.is_live(self.manager, session):
+                    version = request.headers.get("mcp-protocol-version") or ""
+                    await hibernation.revive(
+                        self.manager,
+                        session,
+                        version or _negotiated(initialize),
+                        json.loads(initialize) if initialize else None,
+                    )
 
+        opening: dict[str, Any] = {}  # an initialize's parameters, kept with the binding
         if request.method == "POST" and self.connector is not None:
             body = await _read_all(receive, self.http.max_body_bytes)
             if body is None:
                 await _refuse(send, 413, "Request body too large")
                 return
+            if not session:
+                opening = _initialize_params(body)
             lacks_write = identity is not None and not identity.allows(WRITE)
             if lacks_write and self.guard is not None and self._changes_a_case(body):
                 refusal = self.guard.insufficient(WRITE)
@@ -299,14 +324,37 @@ class SessionBinding:
                         try:
                             await self.bindings.set(
                                 f"session:{value.decode()}",
-                                f"{self.name}\n{subject}".encode(),
+                                f"{self.name}\n{subject}\n{json.dumps(opening)}".encode(),
                                 ttl,
                             )
                         except StateUnavailable as failure:  # unbound: the next request is 404
                             log.warning("%s: session not bound: %s", self.name, failure)
             await send(message)
 
-        await self.app(scope, receive, bind)
+        if not session:
+            await self.app(scope, receive, bind)
+            return
+        self.in_flight[session] = self.in_flight.get(session, 0) + 1
+        try:
+            await self.app(scope, receive, bind)
+        finally:
+            left = self.in_flight.pop(session, 1) - 1
+            if left:
+                self.in_flight[session] = left
+            if session in self.open:
+                self.open[session] = (self.open[session][0], time.monotonic())
+
+    async def hibernate_idle(self) -> int:
+        """Let go of the SDK state of sessions idle longer than ``hibernate_seconds``."""
+        if self.manager is None or self.http.hibernate_seconds <= 0:
+            return 0
+        now = time.monotonic()
+        done = 0
+        for session, (_, last) in list(self.open.items()):
+            idle = now - last > self.http.hibernate_seconds
+            if idle and not self.in_flight.get(session):
+                done += await hibernation.hibernate(self.manager, session)
+        return done
 
     def _changes_a_case(self, body: bytes) -> bool:
         """Whether the message calls a tool that creates or edits (such needs omds-ld.write)."""
@@ -440,23 +488,35 @@ class McpHosting:
             for name, connector in self.connectors.items()
         }
         self.state = state
+        self.bindings = {
+            name: SessionBinding(
+                name,
+                StreamableHTTPASGIApp(manager),
+                state,
+                http,
+                self.connectors[name],
+                guard=self.guards.get(name),
+                required=self.auth.mode == "required",
+                refused=refused,
+                manager=manager,
+            )
+            for name, manager in self.managers.items()
+        }
+
+    async def _hibernating(self) -> None:
+        """Every few seconds: let go of idle sessions' SDK state."""
+        every = max(0.5, min(10.0, self.http.hibernate_seconds / 4))
+        while True:
+            await asyncio.sleep(every)
+            for binding in self.bindings.values():
+                try:
+                    await binding.hibernate_idle()
+                except Exception:  # never the end of the sweeping
+                    log.exception("%s: hibernating idle sessions failed", binding.name)
 
     def routes(self) -> list[BaseRoute]:
         routes: list[BaseRoute] = [
-            Route(
-                self.http.path(name),
-                SessionBinding(
-                    name,
-                    StreamableHTTPASGIApp(manager),
-                    self.state,
-                    self.http,
-                    self.connectors[name],
-                    guard=self.guards.get(name),
-                    required=self.auth.mode == "required",
-                    refused=self.refused,
-                ),
-            )
-            for name, manager in self.managers.items()
+            Route(self.http.path(name), binding) for name, binding in self.bindings.items()
         ]
         for name, guard in self.guards.items():  # RFC 9728: where each endpoint says who it trusts
             routes.append(
@@ -477,7 +537,32 @@ class McpHosting:
                 await connector.refresh(force=True)
                 connector.learn_in_background()  # an insurer down at start is temporary
                 stack.callback(connector.stop)
+            if self.http.hibernate_seconds > 0:
+                sweeper = asyncio.get_running_loop().create_task(self._hibernating())
+                stack.callback(sweeper.cancel)
             yield
+
+
+def _initialize_params(body: bytes) -> dict[str, Any]:
+    """What a client said in its ``initialize`` (to revive its session later), or nothing."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return {}
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return {}
+    return {k: params[k] for k in ("protocolVersion", "capabilities", "clientInfo") if k in params}
+
+
+def _negotiated(initialize: str) -> str:
+    try:
+        version = json.loads(initialize).get("protocolVersion")
+    except (ValueError, AttributeError):
+        version = None
+    return str(version or "2025-11-25")
 
 
 def _metadata_route(metadata: Mapping[str, Any]) -> Callable[[Request], Any]:

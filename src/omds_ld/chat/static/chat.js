@@ -16,7 +16,8 @@ const TEXT = german
       working: "Das Modell arbeitet …", you: "Sie", answer: "Antwort", asks: "ruft auf",
       details: "Argumente, Antwort, Folgeschritte", full: "Ganze Antwort (JSON-LD)", calls: "Modellaufrufe",
       tokensIn: "Token ein", tokensOut: "aus", passed: "bestanden", failed: "nicht bestanden",
-      stopped: "Abgebrochen" }
+      stopped: "Abgebrochen", login: "Als Makler anmelden", logout: "Abmelden",
+      broker: "Angemeldet als", mustLogIn: "Die MCP-Server verlangen einen Makler: bitte anmelden." }
   : { title: "The insurers' MCP servers", send: "Call", next: "Next steps",
       hand: "Follow the next steps by hand: choose a tool, or a next step of an answer.",
       chat: "Give the model a task, or follow the next steps by hand.",
@@ -29,7 +30,8 @@ const TEXT = german
       working: "The model is working…", you: "You", answer: "Answer", asks: "calls",
       details: "Arguments, answer, next steps", full: "Full answer (JSON-LD)", calls: "model calls",
       tokensIn: "tokens in", tokensOut: "out", passed: "passed", failed: "not passed",
-      stopped: "Stopped" };
+      stopped: "Stopped", login: "Log in as a broker", logout: "Log out",
+      broker: "Logged in as", mustLogIn: "The MCP servers want a broker: please log in." };
 document.documentElement.lang = german ? "de" : "en";
 for (const node of document.querySelectorAll("[data-text]")) node.textContent = TEXT[node.dataset.text];
 
@@ -304,8 +306,24 @@ document.getElementById("grade").addEventListener("click", async () => {
   verdict.append(list);
 });
 
+document.getElementById("logout").addEventListener("click", async () => {
+  await api("/chat/api/logout", { method: "POST", body: "{}" });
+  location.reload();
+});
+
 async function main() {
   const listed = await api("/chat/api/servers");
+  if (listed.status === 401) {  // the MCP servers want a broker's token: log in first
+    document.getElementById("mode").textContent = TEXT.mustLogIn;
+    document.getElementById("login").hidden = false;
+    document.getElementById("keep").hidden = true;
+    document.body.dataset.ready = "login";
+    return;
+  }
+  if (listed.body.broker) {
+    document.getElementById("who").hidden = false;
+    document.getElementById("broker").textContent = `${TEXT.broker} ${listed.body.broker}`;
+  }
   state.model = listed.body.model;
   const nav = document.getElementById("servers");
   for (const server of listed.body.servers) {

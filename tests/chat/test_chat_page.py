@@ -95,6 +95,9 @@ def test_chat_with_a_model_shows_its_calls_and_answer_and_grades_it(
     assert "1.684,88" in page.inner_text("article.final .premium")
     assert "1684.88 EUR" in page.inner_text("article.final .said")
     assert "5 Modellaufrufe" in page.inner_text("#usage")
+    # each call of the model with its tokens and cost (the scripted model's usage, priced)
+    per_call = page.locator("#log article.model .usage").all_inner_texts()
+    assert len(per_call) == 5 and "1.000 Token ein, 50 aus" in per_call[0]
     page.click("#keep summary")
     page.fill("#expected", "1684.88")
     page.click("#grade")

@@ -186,7 +186,13 @@ function render(event) {
       for (const call of calls) {
         article.append(element("p", { class: "asks" }, `→ ${TEXT.asks} ${call.name.replace("__", " · ")}`));
       }
-      if (article.childNodes.length) add(article);
+      // what this one call of the model took and cost
+      const inTokens = (event["gen_ai.usage.input_tokens"] || 0) + (event["gen_ai.usage.cache_read_input_tokens"] || 0);
+      article.append(element("p", { class: "usage" }, `${inTokens.toLocaleString()} ${TEXT.tokensIn}, ` +
+        `${(event["gen_ai.usage.output_tokens"] || 0).toLocaleString()} ${TEXT.tokensOut} · ` +
+        new Intl.NumberFormat(german ? "de-DE" : "en-GB", { style: "currency", currency: "USD",
+          maximumFractionDigits: 5 }).format(event.cost_usd || 0)));
+      add(article);
       break;
     }
     case "mcp.tool.call":

@@ -133,7 +133,9 @@ def _serve(args: argparse.Namespace) -> int:
     )
     state = MemoryStateStore()
     # the insurers' authorization server: brokers log in, the MCP servers exchange their tokens
-    authorization = _authorization_server(config, insurers, mcp_config)
+    authorization = _authorization_server(
+        config, insurers, mcp_config, tuple(args.auth_resource or ())
+    )
     mcp_config = replace(mcp_config, auth=authorization.mcp_auth)
     # The MCP servers call the interfaces of this same process through ASGI: the same HTTP
     # requests and answers, without a trip through the network stack or an HTTP client.
@@ -239,7 +241,10 @@ class _Authorization:
 
 
 def _authorization_server(
-    config: ServerConfig, insurers: Mapping[str, Any], mcp_config: McpConfig
+    config: ServerConfig,
+    insurers: Mapping[str, Any],
+    mcp_config: McpConfig,
+    extra_resources: Sequence[str] = (),
 ) -> _Authorization:
     """The example insurers' authorization server, and what the MCP servers and the interfaces
     need of it: its keys, and a client of its own for the MCP servers to exchange tokens."""
@@ -267,8 +272,10 @@ def _authorization_server(
         for broker in insurer.brokers.values():
             if broker.subject:
                 brokers.setdefault(broker.subject, broker.name)
+    further = {url.rstrip("/"): "an MCP server run apart" for url in extra_resources}
     server = ExampleAuthorizationServer(
-        AuthSettings(issuer=issuer, resources={**mcp_urls, **api_urls}, brokers=brokers), store
+        AuthSettings(issuer=issuer, resources={**mcp_urls, **api_urls, **further}, brokers=brokers),
+        store,
     )
     # the MCP servers' own client: a new secret at every start, known only to this process
     secret = secrets.token_urlsafe(32)
@@ -313,18 +320,23 @@ def _auth_add_client(args: argparse.Namespace) -> int:
     import json
     import secrets
 
-    from omds_ld.auth.tokens import SCOPES
+    from omds_ld.auth.tokens import SCOPES, TOKEN_EXCHANGE
 
+    if not (args.broker or args.exchange_for):
+        raise SystemExit("omds-ld auth add-client: give --broker, --exchange-for, or both")
     store = _auth_store(args)
-    client_id = f"{args.broker}-{secrets.token_hex(4)}"
+    client_id = f"{args.broker or 'mcp'}-{secrets.token_hex(4)}"
     secret = secrets.token_urlsafe(32)
-    store.add_client(
-        client_id,
-        secret,
-        {"client_name": args.name, "grant_types": ["client_credentials"],
-         "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES),
-         "omds_ld_broker": args.broker},
-    )  # fmt: skip
+    metadata: dict[str, Any] = {
+        "client_name": args.name, "grant_types": ["client_credentials"],
+        "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES),
+    }  # fmt: skip
+    if args.broker:
+        metadata["omds_ld_broker"] = args.broker
+    if args.exchange_for:
+        metadata["grant_types"].append(TOKEN_EXCHANGE)
+        metadata["omds_ld_exchanges_for"] = [url.rstrip("/") for url in args.exchange_for]
+    store.add_client(client_id, secret, metadata)
     store.close()
     print(json.dumps({"client_id": client_id, "client_secret": secret, "broker": args.broker}))
     print("The secret is shown once; the store keeps only its hash.", file=sys.stderr)
@@ -624,6 +636,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a write holds its Idempotency-Key; a crashed write's key is free after it",
     )
     serve.add_argument(
+        "--auth-resource",
+        action="append",
+        help="a further resource its authorization server issues tokens for: the URL of an MCP "
+        "server run apart (omds-ld mcp --http --auth-issuer …) in front of these insurers",
+    )
+    serve.add_argument(
         "--chat-model",
         help="the chat page's model: anthropic:MODEL (key from ANTHROPIC_API_KEY) or openai:MODEL "
         "(OPENAI_API_KEY; any OpenAI-compatible endpoint); without it the page works by hand",
@@ -716,7 +734,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_client.add_argument("--database", help="the example server's store (as for serve)")
     add_client.add_argument("--name", required=True, help="the client's name")
-    add_client.add_argument("--broker", required=True, help="the broker (subject) it acts for")
+    add_client.add_argument("--broker", help="the broker (subject) it acts for")
+    add_client.add_argument(
+        "--exchange-for",
+        action="append",
+        help="an MCP server run apart: the URL (resource) whose callers' tokens this client may "
+        "exchange for tokens at the interfaces (RFC 8693)",
+    )
     _log_level(add_client, "warning")
     add_client.set_defaults(run=_auth_add_client)
     rotate = auth_commands.add_parser(

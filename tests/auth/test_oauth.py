@@ -354,3 +354,81 @@ def test_a_software_house_runs_the_mcp_server_with_its_own_client(
     assert (
         httpx.get(url, headers={"Authorization": "Bearer pf-demo-alpha-7b1e4c"}).status_code == 200
     )
+
+
+def test_an_mcp_server_run_apart_checks_tokens_by_the_published_keys_and_exchanges_them(
+    tmp_path: Path,
+) -> None:
+    """``omds-ld mcp --http --auth-issuer``: a resource server of its own, reading the
+    authorization server's JWKS over HTTP, calling the insurer by token exchange as the caller."""
+    import os
+
+    from tests.servers import McpServer, free_port
+
+    port = free_port()
+    apart = f"http://127.0.0.1:{port}/omds-ld/insurers/pfefferminzia/mcp"
+    insurer = ExampleServer(
+        tmp_path / "s.sqlite3",
+        extra_args=["--require-token", "--auth-resource", apart,
+                    "--access-log", str(tmp_path / "access.jsonl")],
+    )  # fmt: skip
+    insurer.start()
+    try:
+        added = subprocess.run(
+            [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
+             str(insurer.database), "--name", "an MCP server run apart", "--exchange-for", apart],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        client = json.loads(added.stdout)
+        config = tmp_path / "mcp.toml"
+        config.write_text(
+            f'[auth]\nmode = "required"\nissuer = "{insurer.url}/oauth"\n'
+            f'token_url = "{insurer.url}/oauth/token"\nclient_id = "{client["client_id"]}"\n'
+            f'[[instance]]\nname = "pfefferminzia"\napi = "{insurer.api("pfefferminzia")}"\n'
+        )
+        os.environ["OMDS_LD_CLIENT_SECRET"] = client["client_secret"]
+        try:
+            replica = McpServer(config, port)
+            replica.start()
+        finally:
+            del os.environ["OMDS_LD_CLIENT_SECRET"]
+        try:
+            prm = httpx.get(
+                f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource"
+                "/omds-ld/insurers/pfefferminzia/mcp"
+            ).json()
+            assert prm == {
+                **prm,
+                "resource": apart,
+                "authorization_servers": [f"{insurer.url}/oauth"],
+            }
+            beta = tokens_by_hand(insurer.url, "beta", apart)["access_token"]
+
+            async def work(token: str) -> Any:
+                async with bearer_client(apart, token) as session:
+                    return await session.call_tool(
+                        "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
+                    )
+
+            case = _created_case(asyncio.run(work(beta)))
+            entry = next(
+                e for e in reversed(insurer.access_entries())
+                if e["method"] == "POST" and e["path"].endswith("/pfefferminzia/api/calculations")
+            )  # fmt: skip
+            assert entry["broker"] == "makler-beta"
+            assert entry["token"]["subject"] == "beta"
+            assert entry["token"]["actor"] == client["client_id"]
+            url = f"{insurer.api('pfefferminzia')}/calculations/{case}"
+            as_beta = {"Authorization": "Bearer pf-demo-beta-92d0aa"}
+            assert httpx.get(url, headers=as_beta).status_code == 200
+            # a token for the example server's own endpoint is not one for this one
+            other = tokens_by_hand(insurer.url, "beta", insurer.mcp("pfefferminzia"))
+            refused = httpx.post(
+                apart, json=LIST,
+                headers={**ACCEPT, "Authorization": f"Bearer {other['access_token']}"},
+            )  # fmt: skip
+            assert refused.status_code == 401 and "not for this resource" in refused.text
+        finally:
+            replica.stop()
+    finally:
+        insurer.stop()

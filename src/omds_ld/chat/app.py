@@ -15,6 +15,7 @@ import json
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -36,6 +37,18 @@ from omds_ld.scenarios.grader import grade
 from omds_ld.scenarios.protocol import MODEL_CALL, RUN_END, RUN_START, TOOL_CALL, now
 
 COOKIE = "omds_ld_chat"
+
+
+@dataclass(frozen=True)
+class _Own:
+    """A request about a conversation of the browser session that sent it, and its JSON body."""
+
+    owner: str
+    cid: str
+    events: list[dict[str, Any]]
+    payload: dict[str, Any]
+
+
 SESSIONLESS = "2026-07-28"
 
 
@@ -234,6 +247,27 @@ class ChatPage:
             {"id": cid, "events": events, "usage": usage_of(events), "busy": self.workers.busy(cid)}
         )
 
+    async def _changing(self, request: Request, logged_in: bool = False) -> _Own | Response:
+        """A state-changing request about a conversation: from the page's own origin, by the
+        browser session the conversation is of (a broker logged in, where ``logged_in`` and the
+        MCP servers want one), with a JSON object as its body; else the refusal."""
+        browser = self._browser(request)
+        if not self._same_origin(request) or not browser:
+            return self._refused(403, "from the chat page of this server only")
+        owner, cid = owner_of(browser), request.path_params["cid"]
+        events = self.conversations.events(cid, owner)
+        if events is None:
+            return self._refused(404, "no such conversation")
+        if logged_in and (refused := self._must_log_in(request)) is not None:
+            return refused
+        try:
+            payload: Any = await request.json()
+        except ValueError:
+            return self._refused(400, "the body is no JSON")
+        if not isinstance(payload, dict):
+            return self._refused(400, "the body is no JSON object")
+        return _Own(owner, cid, events, payload)
+
     def _own_events(self, request: Request) -> list[dict[str, Any]] | None:
         browser = self._browser(request)
         return (
@@ -258,15 +292,10 @@ class ChatPage:
         """The conversation saved as a scenario (YAML): the task and expected premium the user
         gives, the servers it used, the risk object it sent as facts, the defaults it was left
         with as the assumptions a correct answer names."""
-        if not self._same_origin(request):
-            return self._refused(403, "from the chat page of this server only")
-        events = self._own_events(request)
-        if events is None:
-            return self._refused(404, "no such conversation")
-        try:
-            payload: Any = await request.json()
-        except ValueError:
-            return self._refused(400, "the body is no JSON")
+        own = await self._changing(request)
+        if isinstance(own, Response):
+            return own
+        events, payload = own.events, own.payload
         task = str(payload.get("task") or "").strip()
         if not task:
             return self._refused(422, "a scenario needs the task, in words")
@@ -280,20 +309,10 @@ class ChatPage:
 
     async def call(self, request: Request) -> Response:
         """Call a tool at one insurer's MCP server, through the MCP client; record it."""
-        browser = self._browser(request)
-        if not self._same_origin(request) or not browser:
-            return self._refused(403, "from the chat page of this server only")
-        owner = owner_of(browser)
-        cid = request.path_params["cid"]
-        if self.conversations.events(cid, owner) is None:
-            return self._refused(404, "no such conversation")
-        refused = self._must_log_in(request)
-        if refused is not None:
-            return refused
-        try:
-            payload: Any = await request.json()
-        except ValueError:
-            return self._refused(400, "the body is no JSON")
+        own = await self._changing(request, logged_in=True)
+        if isinstance(own, Response):
+            return own
+        owner, cid, payload = own.owner, own.cid, own.payload
         server, tool = payload.get("server"), payload.get("tool")
         arguments = payload.get("arguments") or {}
         if (
@@ -312,27 +331,19 @@ class ChatPage:
 
     async def say(self, request: Request) -> Response:
         """The user's message to the model; the answer comes as the conversation's events."""
-        browser = self._browser(request)
-        if not self._same_origin(request) or not browser:
-            return self._refused(403, "from the chat page of this server only")
-        owner, cid = owner_of(browser), request.path_params["cid"]
-        events = self.conversations.events(cid, owner)
-        if events is None:
-            return self._refused(404, "no such conversation")
+        own = await self._changing(request, logged_in=True)
+        if isinstance(own, Response):
+            return own
         if self.agent is None:
             return self._refused(
                 409,
                 "no model is configured (omds-ld serve --chat-model …); follow the steps by hand",
             )
-        try:
-            payload: Any = await request.json()
-        except ValueError:
-            return self._refused(400, "the body is no JSON")
-        text = str(payload.get("text") or "").strip() if isinstance(payload, dict) else ""
+        text = str(own.payload.get("text") or "").strip()
         if not text:
             return self._refused(422, "a message needs text")
-        self.workers.say(cid, owner, text)
-        return JSONResponse({"after": len(events) - 1}, 202)
+        self.workers.say(own.cid, own.owner, text)
+        return JSONResponse({"after": len(own.events) - 1}, 202)
 
     async def stream(self, request: Request) -> Response:
         """The conversation's events after ``after`` (or the Last-Event-ID), as server-sent events
@@ -367,15 +378,10 @@ class ChatPage:
     async def grade(self, request: Request) -> Response:
         """Grade the conversation with the scenario checker's six criteria, against the premium the
         user expected (the task: the user's first message unless given)."""
-        if not self._same_origin(request):
-            return self._refused(403, "from the chat page of this server only")
-        events = self._own_events(request)
-        if events is None:
-            return self._refused(404, "no such conversation")
-        try:
-            payload: Any = await request.json()
-        except ValueError:
-            return self._refused(400, "the body is no JSON")
+        own = await self._changing(request)
+        if isinstance(own, Response):
+            return own
+        events, payload = own.events, own.payload
         said = [str(e.get("text", "")) for e in events if e.get("event") == USER]
         task = str(payload.get("task") or (said[0] if said else "")).strip()
         expected = payload.get("premium")

@@ -61,6 +61,17 @@ class _Form(HTMLParser):
 async def log_in(url: str, broker: str, password: str = "demo") -> AuthorizationCodeResult:
     """What a broker does in the browser: open the login page, choose, send; the code comes back
     in the redirect to the client."""
+    location = await logged_in_at(url, broker, password)
+    query = parse_qs(urlsplit(location).query)
+    if "code" not in query:
+        raise PermissionError(f"no code: {query}")
+    return AuthorizationCodeResult(
+        code=query["code"][0], state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]
+    )
+
+
+async def logged_in_at(url: str, broker: str, password: str = "demo") -> str:
+    """Log in at an authorization URL as a browser would; where the browser is sent back to."""
     async with httpx.AsyncClient(timeout=30) as browser:
         page = await browser.get(url)
         page.raise_for_status()
@@ -74,12 +85,7 @@ async def log_in(url: str, broker: str, password: str = "demo") -> Authorization
         )
     if sent.status_code != 302:
         raise PermissionError(f"login refused ({sent.status_code}): {sent.text[:300]}")
-    query = parse_qs(urlsplit(sent.headers["location"]).query)
-    if "code" not in query:
-        raise PermissionError(f"no code: {query}")
-    return AuthorizationCodeResult(
-        code=query["code"][0], state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]
-    )
+    return str(sent.headers["location"])
 
 
 def provider(

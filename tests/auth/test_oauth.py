@@ -432,3 +432,42 @@ def test_an_mcp_server_run_apart_checks_tokens_by_the_published_keys_and_exchang
             replica.stop()
     finally:
         insurer.stop()
+
+
+def test_the_conformance_suite_passes_the_authorization_server(
+    secured: ExampleServer, tmp_path: Path
+) -> None:
+    """The official MCP conformance suite's authorization-server scenarios (metadata, and the
+    authorization code grant with PKCE and a resource), the login done as a browser would."""
+    from tests.auth.flow import logged_in_at
+    from tests.mcp.test_peers import node_tool
+    from tests.servers import free_port
+
+    port = free_port()
+    client = httpx.post(
+        f"{secured.url}/oauth/register",
+        json={"redirect_uris": [f"http://127.0.0.1:{port}/callback"],
+              "token_endpoint_auth_method": "none", "client_name": "conformance suite"},
+    ).json()  # fmt: skip
+    assert "client_secret" not in client  # a public client is issued none
+    suite = subprocess.Popen(
+        [*node_tool("conformance"), "authorization", "--url", f"{secured.url}/oauth",
+         "--client-id", client["client_id"], "--resource", secured.mcp("pfefferminzia"),
+         "--port", str(port), "--output-dir", str(tmp_path / "results")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert suite.stdout is not None
+    output = []
+    try:
+        for line in suite.stdout:
+            output.append(line)
+            if line.startswith(f"{secured.url}/oauth/authorize?"):
+                back = asyncio.run(logged_in_at(line.strip(), "alpha"))
+                httpx.get(back, timeout=30)  # the browser arrives at the suite's callback
+        suite.wait(timeout=60)
+    finally:
+        if suite.poll() is None:
+            suite.kill()
+    text = "".join(output)
+    assert suite.returncode == 0, text
+    assert "Total: 2 passed, 0 failed" in text, text

@@ -430,6 +430,14 @@ class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
         method = (request.payload.data or {}).get("token_endpoint_auth_method")
         return None if method == "none" else secrets.token_urlsafe(32)
 
+    def generate_client_info(self, request: Any) -> dict[str, Any]:
+        """RFC 7591 3.2.1: a public client is issued no secret, so none is named."""
+        info: dict[str, Any] = super().generate_client_info(request)
+        if info.get("client_secret") is None:
+            info.pop("client_secret", None)
+            info.pop("client_secret_expires_at", None)
+        return info
+
     def save_client(
         self, client_info: dict[str, Any], client_metadata: dict[str, Any], request: Any
     ) -> Client:

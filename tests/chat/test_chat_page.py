@@ -110,6 +110,16 @@ def test_chat_with_a_model_shows_its_calls_and_answer_and_grades_it(
     page.wait_for_selector("body[data-ready=true]")
     assert page.locator("#log article.tool").count() == 4
     assert "1684.88 EUR" in page.inner_text("article.final .said")
+    # deleted, it is gone from the store: the page starts a new one
+    kept = page.evaluate("document.body.dataset.conversation")
+    page.click("#keep summary")
+    page.click("#delete")
+    page.wait_for_function(
+        f"document.body.dataset.conversation && document.body.dataset.conversation !== '{kept}'"
+    )
+    assert page.locator("#log article").count() == 0
+    gone = page.evaluate(f"fetch('/chat/api/conversations/{kept}').then(r => r.status)")
+    assert gone == 404
     page.close()
 
 

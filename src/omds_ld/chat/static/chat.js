@@ -17,6 +17,7 @@ const TEXT = german
       details: "Argumente, Antwort, Folgeschritte", full: "Ganze Antwort (JSON-LD)", calls: "Modellaufrufe",
       tokensIn: "Token ein", tokensOut: "aus", passed: "bestanden", failed: "nicht bestanden",
       stopped: "Abgebrochen", login: "Als Makler anmelden", logout: "Abmelden",
+      delete: "Dieses Gespräch löschen",
       broker: "Angemeldet als", mustLogIn: "Die MCP-Server verlangen einen Makler: bitte anmelden." }
   : { title: "The insurers' MCP servers", send: "Call", next: "Next steps",
       hand: "Follow the next steps by hand: choose a tool, or a next step of an answer.",
@@ -31,6 +32,7 @@ const TEXT = german
       details: "Arguments, answer, next steps", full: "Full answer (JSON-LD)", calls: "model calls",
       tokensIn: "tokens in", tokensOut: "out", passed: "passed", failed: "not passed",
       stopped: "Stopped", login: "Log in as a broker", logout: "Log out",
+      delete: "Delete this conversation",
       broker: "Logged in as", mustLogIn: "The MCP servers want a broker: please log in." };
 document.documentElement.lang = german ? "de" : "en";
 for (const node of document.querySelectorAll("[data-text]")) node.textContent = TEXT[node.dataset.text];
@@ -310,6 +312,14 @@ document.getElementById("grade").addEventListener("click", async () => {
     list.append(element("li", { class: c.passed ? "passed" : "failed" }, `${c.passed ? "✓" : "✗"} ${c.name}: ${c.reason}`));
   }
   verdict.append(list);
+});
+
+document.getElementById("delete").addEventListener("click", async () => {
+  const answer = await api(`/chat/api/conversations/${state.conversation}`, { method: "DELETE" });
+  if (answer.status === 204) {
+    history.replaceState(null, "", "/chat");  // a new, empty conversation
+    location.reload();
+  }
 });
 
 document.getElementById("logout").addEventListener("click", async () => {

@@ -365,33 +365,43 @@ def test_an_mcp_server_run_apart_checks_tokens_by_the_published_keys_and_exchang
 
     from tests.servers import McpServer, free_port
 
-    port = free_port()
+    port, strict_port = free_port(), free_port()
     apart = f"http://127.0.0.1:{port}/omds-ld/insurers/pfefferminzia/mcp"
+    strict = f"http://127.0.0.1:{strict_port}/omds-ld/insurers/pfefferminzia/mcp"
     insurer = ExampleServer(
         tmp_path / "s.sqlite3",
-        extra_args=["--require-token", "--auth-resource", apart,
+        extra_args=["--require-token", "--auth-resource", apart, "--auth-resource", strict,
                     "--access-log", str(tmp_path / "access.jsonl")],
     )  # fmt: skip
     insurer.start()
     try:
         added = subprocess.run(
             [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
-             str(insurer.database), "--name", "an MCP server run apart", "--exchange-for", apart],
+             str(insurer.database), "--name", "an MCP server run apart",
+             "--exchange-for", apart, "--exchange-for", strict],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         client = json.loads(added.stdout)
-        config = tmp_path / "mcp.toml"
-        config.write_text(
-            f'[auth]\nmode = "required"\nissuer = "{insurer.url}/oauth"\n'
-            f'token_url = "{insurer.url}/oauth/token"\nclient_id = "{client["client_id"]}"\n'
-            f'[[instance]]\nname = "pfefferminzia"\napi = "{insurer.api("pfefferminzia")}"\n'
-        )
-        os.environ["OMDS_LD_CLIENT_SECRET"] = client["client_secret"]
-        try:
-            replica = McpServer(config, port)
-            replica.start()
-        finally:
-            del os.environ["OMDS_LD_CLIENT_SECRET"]
+
+        def replica_of(at: int, settings: str = "") -> McpServer:
+            config = tmp_path / f"mcp-{at}.toml"
+            config.write_text(
+                f'[auth]\nmode = "required"\nissuer = "{insurer.url}/oauth"\n'
+                f'token_url = "{insurer.url}/oauth/token"\nclient_id = "{client["client_id"]}"\n'
+                f'{settings}[[instance]]\nname = "pfefferminzia"\n'
+                f'api = "{insurer.api("pfefferminzia")}"\n'
+            )
+            os.environ["OMDS_LD_CLIENT_SECRET"] = client["client_secret"]
+            try:
+                started = McpServer(config, at)
+                started.start()
+            finally:
+                del os.environ["OMDS_LD_CLIENT_SECRET"]
+            return started
+
+        replica = replica_of(port)
+        # a deployment naming its own scope for changes: a token without it reads, and no more
+        stricter = replica_of(strict_port, 'write_scope = "omds-ld.admin"\n')
         try:
             prm = httpx.get(
                 f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource"
@@ -428,8 +438,26 @@ def test_an_mcp_server_run_apart_checks_tokens_by_the_published_keys_and_exchang
                 headers={**ACCEPT, "Authorization": f"Bearer {other['access_token']}"},
             )  # fmt: skip
             assert refused.status_code == 401 and "not for this resource" in refused.text
+            writer = tokens_by_hand(insurer.url, "beta", strict)["access_token"]
+            create = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "createCalculation",
+                                 "arguments": {"body": {"p:hasRootProduct": PRODUCT}}}}  # fmt: skip
+            denied = httpx.post(
+                strict, json=create,
+                headers={**ACCEPT, "Authorization": f"Bearer {writer}",
+                         "MCP-Protocol-Version": "2026-07-28"},
+            )  # fmt: skip
+            assert denied.status_code == 403, denied.text
+            assert 'scope="omds-ld.read omds-ld.admin"' in denied.headers["www-authenticate"]
+
+            async def read(token: str) -> Any:
+                async with bearer_client(strict, token) as session:
+                    return await session.call_tool("listProducts", {})
+
+            assert not asyncio.run(read(writer)).is_error
         finally:
             replica.stop()
+            stricter.stop()
     finally:
         insurer.stop()
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from joserfc.jwk import KeySet
 
-from omds_ld.auth.tokens import READ, SCOPES, Identity, TokenRefused, check, key_id
+from omds_ld.auth.tokens import READ, WRITE, Identity, TokenRefused, check, key_id
 
 PROBLEMS = "https://w3id.org/omds-ld/problems/"
 IDENTITY = "omds_ld.identity"  # where a request's checked identity is kept (ASGI scope["state"])
@@ -61,7 +61,12 @@ class ResourceGuard:
         *,
         name: str = "",
         now: Callable[[], float] = time.time,
+        read_scope: str = READ,
+        write_scope: str = WRITE,
     ) -> None:
+        # every call needs ``read_scope``; one that creates or edits ``write_scope`` too
+        self.read_scope, self.write_scope = read_scope, write_scope
+        self.scopes = [read_scope, write_scope]
         self.resource = resource
         self.issuer = issuer
         self.keys = keys
@@ -73,14 +78,14 @@ class ResourceGuard:
         return {
             "resource": self.resource,
             "authorization_servers": [self.issuer],
-            "scopes_supported": list(SCOPES),
+            "scopes_supported": self.scopes,
             "bearer_methods_supported": ["header"],
             "resource_name": self.name or self.resource,
             "resource_documentation": "https://w3id.org/omds-ld",
         }
 
     def _challenge(self, error: str | None = None, description: str = "") -> str:
-        parts = [f'resource_metadata="{self.metadata_url}"', f'scope="{" ".join(SCOPES)}"']
+        parts = [f'resource_metadata="{self.metadata_url}"', f'scope="{" ".join(self.scopes)}"']
         if error:
             parts.insert(0, f'error="{error}"')
             if description:
@@ -113,8 +118,8 @@ class ResourceGuard:
                 f"get a token for {self.resource}: {self.metadata_url}",
                 _reason(refused.description),
             )
-        if not identity.allows(READ):
-            return self.insufficient(READ)
+        if not identity.allows(self.read_scope):
+            return self.insufficient(self.read_scope)
         return identity
 
     def insufficient(self, needed: str) -> Refusal:
@@ -122,7 +127,7 @@ class ResourceGuard:
             403,
             {"WWW-Authenticate": self._challenge("insufficient_scope", f"{needed} is needed")},
             f"Forbidden: the token lacks the scope {needed} ({PROBLEMS}insufficient-scope); "
-            f"ask for {' '.join(SCOPES)}",
+            f"ask for {' '.join(self.scopes)}",
             "scope",
         )
 

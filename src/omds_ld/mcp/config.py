@@ -62,6 +62,9 @@ class AuthConfig:
     # calls nobody authenticated go with the client's own token (client credentials); False: with
     # no token at all (the embedded demo, whose interfaces take anonymous callers)
     own_token: bool = True
+    # the scopes a token needs: for every call, and for calls that create or edit
+    read_scope: str = "omds-ld.read"
+    write_scope: str = "omds-ld.write"
 
     @property
     def checks_tokens(self) -> bool:
@@ -196,4 +199,6 @@ def _auth(raw: Mapping[str, Any], environment: Mapping[str, str]) -> AuthConfig:
         client_secret=environment.get(
             str(raw.get("client_secret_env", "OMDS_LD_CLIENT_SECRET")), ""
         ),
+        read_scope=str(raw.get("read_scope", "omds-ld.read")),
+        write_scope=str(raw.get("write_scope", "omds-ld.write")),
     )

@@ -21,7 +21,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from omds_ld import metrics
 from omds_ld.auth.resource import IDENTITY, TOKEN, KeySource, Refusal, ResourceGuard
-from omds_ld.auth.tokens import WRITE, Identity
+from omds_ld.auth.tokens import Identity
 from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
 from omds_ld.hosts import Allowlist
 from omds_ld.mcp import hibernation
@@ -306,9 +306,14 @@ class SessionBinding:
                 return
             if not session:
                 opening = _initialize_params(body)
-            lacks_write = identity is not None and not identity.allows(WRITE)
-            if lacks_write and self.guard is not None and self._changes_a_case(body):
-                refusal = self.guard.insufficient(WRITE)
+            guard = self.guard
+            if (
+                guard is not None
+                and identity is not None
+                and not identity.allows(guard.write_scope)
+                and self._changes_a_case(body)
+            ):
+                refusal = guard.insufficient(guard.write_scope)
                 self.refused(self.name, refusal.reason)
                 await _refuse(send, refusal.status, refusal.message, refusal.headers)
                 return
@@ -470,6 +475,7 @@ class McpHosting:
                 name: ResourceGuard(
                     base + http.path(name), self.auth.issuer, keys,
                     name=connector.instance.display_name,
+                    read_scope=self.auth.read_scope, write_scope=self.auth.write_scope,
                 )
                 for name, connector in self.connectors.items()
             }  # fmt: skip

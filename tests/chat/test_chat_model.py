@@ -20,8 +20,11 @@ def _browser_session(server: ExampleServer) -> httpx.Client:
     return client
 
 
-def _streamed(client: httpx.Client, cid: str, after: int) -> list[dict[str, Any]]:
-    """The events the page is streamed until the conversation is idle again."""
+def _streamed(
+    client: httpx.Client, cid: str, after: int, deltas: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The events the page is streamed until the conversation is idle again (and the model's
+    words as they came, into ``deltas``)."""
     events, kind = [], "message"
     with client.stream("GET", f"/chat/api/conversations/{cid}/events?after={after}") as stream:
         assert stream.headers["content-type"].startswith("text/event-stream")
@@ -32,21 +35,26 @@ def _streamed(client: httpx.Client, cid: str, after: int) -> list[dict[str, Any]
                 events.append(json.loads(line.split(":", 1)[1]))
             elif line.startswith("data:") and kind == "idle":
                 return events
+            elif line.startswith("data:") and kind == "delta" and deltas is not None:
+                deltas.append(json.loads(line.split(":", 1)[1])["text"])
             elif not line:
                 kind = "message"
     raise AssertionError("the stream ended without saying the conversation is idle")
 
 
-def _ask(client: httpx.Client, text: str) -> tuple[str, list[dict[str, Any]]]:
+def _ask(
+    client: httpx.Client, text: str, deltas: list[str] | None = None
+) -> tuple[str, list[dict[str, Any]]]:
     cid = client.post("/chat/api/conversations", json={}).json()["id"]
     said = client.post(f"/chat/api/conversations/{cid}/messages", json={"text": text})
     assert said.status_code == 202, said.text
-    return cid, _streamed(client, cid, said.json()["after"])
+    return cid, _streamed(client, cid, said.json()["after"], deltas)
 
 
 def test_a_turn_of_the_model_is_streamed_recorded_and_priced(chatting: ExampleServer) -> None:
     client = _browser_session(chatting)
-    cid, events = _ask(client, TASK)
+    deltas: list[str] = []
+    cid, events = _ask(client, TASK, deltas)
     kinds = [e["event"] for e in events]
     assert kinds[0] == "gen_ai.user.message" and kinds[-1] == "chat.turn.end", kinds
     assert events[-1]["reason"] == "done", events[-1]
@@ -60,6 +68,9 @@ def test_a_turn_of_the_model_is_streamed_recorded_and_priced(chatting: ExampleSe
     assert not any(c["is_error"] for c in calls)
     final = next(e for e in events if e["event"] == "gen_ai.final_answer")
     assert "1684.88 EUR" in final["text"]
+    # the model's words came as it wrote them (the scripted model streams word by word), and
+    # they are the words kept
+    assert len(deltas) >= 3 and "".join(deltas) == final["text"]
     asked = [e for e in events if e["event"] == "gen_ai.client.inference"]
     assert [c["tool_calls"][0]["name"] for c in asked[:-1]] == [
         "pfefferminzia__" + c["gen_ai.tool.name"] for c in calls

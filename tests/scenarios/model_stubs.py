@@ -4,6 +4,7 @@ reading what they need (IRIs, the case id, the premium) from the tool results th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -16,7 +17,7 @@ import uvicorn
 from anthropic.types import Message
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.insurer.test_flows import SKODA
@@ -61,7 +62,71 @@ def usage_of(turn: int) -> tuple[int, int]:
     return USAGE["input"] + USAGE["step"] * turn, USAGE["output"]
 
 
-async def _completions(request: Request) -> JSONResponse:
+def _streamed(
+    payload: dict[str, Any], message: dict[str, Any], finish: str, usage: dict[str, Any]
+) -> StreamingResponse:
+    """The same answer as a stream of chunks (server-sent events), the way the API streams: the
+    text word by word, a tool call's arguments in two pieces, the usage last."""
+    base = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": payload["model"]}  # fmt: skip
+    chunks: list[dict[str, Any]] = []
+    content = message.get("content") or ""
+    for word in re.findall(r"\S+\s*", content):
+        chunks.append({**base, "choices": [{"index": 0, "delta": {"content": word}}]})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        chunks.append(
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": index,
+                                    "id": call["id"],
+                                    "type": "function",
+                                    "function": {
+                                        "name": call["function"]["name"],
+                                        "arguments": arguments[:half],
+                                    },
+                                }
+                            ]
+                        },
+                    }
+                ],
+            }
+        )
+        chunks.append(
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {"index": index, "function": {"arguments": arguments[half:]}}
+                            ]
+                        },
+                    }
+                ],
+            }
+        )
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    chunks.append({**base, "choices": [], "usage": usage})  # fmt: skip
+
+    async def events() -> Any:
+        for chunk in chunks:
+            yield f"data: {json.dumps(chunk)}\n\n"
+            await asyncio.sleep(0.02)  # as a model writes: piece after piece
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+async def _completions(request: Request) -> Response:
     payload = await request.json()
     results = [m["content"] for m in payload["messages"] if m["role"] == "tool"]
     assert payload.get("temperature") == 0
@@ -80,13 +145,16 @@ async def _completions(request: Request) -> JSONResponse:
                             "function": {"name": name, "arguments": json.dumps(arguments)}}],
         }  # fmt: skip
         finish = "tool_calls"
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+             "total_tokens": prompt + completion, "prompt_tokens_details": {"cached_tokens": 200}}  # fmt: skip
+    if payload.get("stream"):
+        return _streamed(payload, message, finish, usage)
     return JSONResponse(
         {
             "id": f"chatcmpl-{len(results)}", "object": "chat.completion", "created": int(time.time()),
             "model": payload["model"],
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion, "prompt_tokens_details": {"cached_tokens": 200}},
+            "usage": usage,
         }
     )  # fmt: skip
 
@@ -109,11 +177,15 @@ def openai_stub() -> Iterator[str]:
 
 
 class FakeAnthropic:
-    """Stands in for AsyncAnthropic: ``messages.create`` answers with real Message objects."""
+    """Stands in for AsyncAnthropic: ``messages.create`` answers with real Message objects, and
+    ``messages.stream`` streams the same message's text word by word."""
 
     def __init__(self) -> None:
         self.messages = self
         self.requests: list[dict[str, Any]] = []
+
+    def stream(self, **request: Any) -> Any:
+        return _Deferred(self, request)
 
     async def create(self, **request: Any) -> Message:
         self.requests.append(request)
@@ -146,3 +218,39 @@ class FakeAnthropic:
                           "cache_read_input_tokens": 300, "cache_creation_input_tokens": 0},
             }
         )  # fmt: skip
+
+
+class _FakeStream:
+    """What ``messages.stream`` gives: the text as it comes, then the whole message."""
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+
+    async def __aenter__(self) -> _FakeStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    @property
+    async def text_stream(self) -> Any:
+        for block in self.message.content:
+            if block.type == "text":
+                for word in re.findall(r"\S+\s*", block.text):
+                    yield word
+
+    async def get_final_message(self) -> Message:
+        return self.message
+
+
+class _Deferred:
+    """``async with fake.stream(...)``: the message is made when the stream is entered."""
+
+    def __init__(self, fake: FakeAnthropic, request: dict[str, Any]) -> None:
+        self.fake, self.request = fake, request
+
+    async def __aenter__(self) -> _FakeStream:
+        return _FakeStream(await self.fake.create(**self.request))
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None

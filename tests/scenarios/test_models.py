@@ -73,3 +73,58 @@ def test_a_run_over_its_token_budget_is_stopped(server: ExampleServer, tmp_path:
     assert not budget.passed and "tokens" in budget.reason
     calls = [e for e in read_protocol(record.protocol) if e["event"] == TOOL_CALL]
     assert len(calls) < 4, "the run went on after its budget was spent"
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.events: list[dict[str, object]] = []
+
+    def write(self, event: str, **fields: object) -> dict[str, object]:
+        entry = {"event": event, **fields}
+        self.events.append(entry)
+        return entry
+
+
+async def _streamed_turn(agent: object, url: str) -> tuple[str, list[str], _Recorder]:
+    """One turn of ``agent`` on the seed's task with its text streamed."""
+    from mcp import Client
+
+    from omds_ld.scenarios.session import RunSession
+
+    recorder = _Recorder()
+    pieces: list[str] = []
+    async with Client(url, mode="legacy") as client:
+        session = RunSession({"pfefferminzia": client}, recorder, SCENARIO.budget)
+        listed = await client.list_tools()
+        session.tools["pfefferminzia"] = [
+            t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in listed.tools
+        ]
+        history = agent.history()  # type: ignore[attr-defined]
+        agent.add_user(history, SCENARIO.task)  # type: ignore[attr-defined]
+        final = await agent.converse(history, session, 20, on_text=pieces.append)  # type: ignore[attr-defined]
+    return final, pieces, recorder
+
+
+def test_both_adapters_stream_the_models_text_and_still_call_the_same_tools(
+    server: ExampleServer,
+) -> None:
+    with openai_stub() as base_url:
+        openai = make_agent("openai:gpt-4.1-mini", {}, base_url)
+        streamed = asyncio.run(_streamed_turn(openai, server.mcp("pfefferminzia")))
+    anthropic = asyncio.run(
+        _streamed_turn(
+            AnthropicAgent("claude-haiku-4-5", FakeAnthropic()), server.mcp("pfefferminzia")
+        )
+    )
+    for final, pieces, recorder in (streamed, anthropic):
+        assert "1684.88 EUR" in final
+        assert len(pieces) > 5 and "".join(pieces) == final  # word by word, nothing lost
+        calls = [e["gen_ai.tool.name"] for e in recorder.events if e["event"] == TOOL_CALL]
+        assert calls == [
+            "listProducts",
+            "createCalculation",
+            "createRiskObject",
+            "calculatePremium",
+        ]
+        models = [e for e in recorder.events if e["event"] == MODEL_CALL]
+        assert len(models) == 5 and all(m["gen_ai.usage.output_tokens"] == 50 for m in models)

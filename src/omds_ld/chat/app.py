@@ -359,6 +359,7 @@ class ChatPage:
 
         async def events() -> AsyncIterator[ServerSentEvent]:
             nonlocal after
+            call, shown = -1, 0  # the model call whose text is streaming, and how much is sent
             while True:
                 changed = self.workers.changes(cid)
                 busy = self.workers.busy(cid)
@@ -367,6 +368,13 @@ class ChatPage:
                     data = json.dumps({**found[index], "index": index}, ensure_ascii=False)
                     yield ServerSentEvent(data=data, id=str(index))
                     after = index
+                serial, text = self.workers.partial(cid)
+                if serial != call:
+                    call, shown = serial, 0
+                if len(text) > shown:  # the model's words as they come (not kept: no id)
+                    piece = json.dumps({"text": text[shown:]}, ensure_ascii=False)
+                    yield ServerSentEvent(data=piece, event="delta")
+                    shown = len(text)
                 if not busy:
                     yield ServerSentEvent(data="{}", event="idle")
                     return

@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from omds_ld.chat.conversations import Conversations
 from omds_ld.scenarios.agents.models import ModelAgent
-from omds_ld.scenarios.protocol import FINAL, TOOL_CALL, TOOLS_LIST, now
+from omds_ld.scenarios.protocol import FINAL, MODEL_CALL, TOOL_CALL, TOOLS_LIST, now
 from omds_ld.scenarios.scenario import Budget
 from omds_ld.scenarios.session import AgentGaveUp, BudgetExceeded, RunSession, result_text
 
@@ -36,14 +36,18 @@ class ConversationWriter:
     """Records a conversation's events in the store and wakes whoever streams them."""
 
     def __init__(
-        self, conversations: Conversations, cid: str, owner: str, changed: Callable[[], None]
+        self,
+        conversations: Conversations,
+        cid: str,
+        owner: str,
+        changed: Callable[[str], None],
     ) -> None:
         self.conversations, self.cid, self.owner, self.changed = conversations, cid, owner, changed
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         entry = {"event": event, "time": now(), **fields}
         entry["index"] = self.conversations.append(self.cid, self.owner, entry)
-        self.changed()
+        self.changed(event)
         return entry
 
 
@@ -107,6 +111,9 @@ class Workers:
         self.idle_seconds = idle_seconds
         self._workers: dict[str, _Worker] = {}
         self._changes: dict[str, asyncio.Event] = {}
+        # the text of the model call under way, as it is streamed: (which call, text so far);
+        # never stored (the call's event keeps the whole text), only shown while it comes
+        self._partial: dict[str, tuple[int, str]] = {}
 
     # streaming: who waits for a conversation's next event
 
@@ -116,6 +123,20 @@ class Workers:
 
     def _changed(self, cid: str) -> None:
         self._changes.pop(cid, asyncio.Event()).set()
+
+    def partial(self, cid: str) -> tuple[int, str]:
+        """The model's text streamed so far in its call under way, and which call that is."""
+        return self._partial.get(cid, (0, ""))
+
+    def _streamed(self, cid: str, piece: str) -> None:
+        serial, text = self.partial(cid)
+        self._partial[cid] = (serial, text + piece)
+        self._changed(cid)
+
+    def _recorded(self, cid: str, event: str) -> None:
+        if event == MODEL_CALL:  # the call is kept whole: what streamed of it is done
+            self._partial[cid] = (self.partial(cid)[0] + 1, "")
+        self._changed(cid)
 
     def busy(self, cid: str) -> bool:
         worker = self._workers.get(cid)
@@ -158,7 +179,10 @@ class Workers:
 
     async def _run(self, worker: _Worker) -> None:
         writer = ConversationWriter(
-            self.conversations, worker.cid, worker.owner, lambda: self._changed(worker.cid)
+            self.conversations,
+            worker.cid,
+            worker.owner,
+            lambda event: self._recorded(worker.cid, event),
         )
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -196,6 +220,7 @@ class Workers:
                         self._changed(worker.cid)
         finally:
             worker.closed = True
+            self._partial.pop(worker.cid, None)
             self._fail_waiting(worker, writer)
 
     def _fail_waiting(self, worker: _Worker, writer: ConversationWriter) -> None:
@@ -261,7 +286,12 @@ class Workers:
                 ]
                 writer.write(TOOLS_LIST, **{"mcp.server": server, "tools": session.tools[server]})
             final = await asyncio.wait_for(
-                self.agent.converse(history, session, TURN_BUDGET.tool_calls + 5),
+                self.agent.converse(
+                    history,
+                    session,
+                    TURN_BUDGET.tool_calls + 5,
+                    on_text=lambda piece: self._streamed(worker.cid, piece),
+                ),
                 TURN_BUDGET.seconds,
             )
         except Exception as error:

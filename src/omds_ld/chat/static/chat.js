@@ -165,7 +165,21 @@ function toolArticle(event) {
   return article;
 }
 
+function streaming(piece) {
+  // the model's words while its call is under way; its recorded call replaces them
+  let article = document.querySelector("#log article.streaming");
+  if (!article) {
+    article = element("article", { class: "model streaming" });
+    article.append(element("p", { class: "said" }));
+    add(article);
+  }
+  article.querySelector(".said").textContent += piece;
+}
+
 function render(event) {
+  if (event.event === "gen_ai.client.inference" || event.event === "gen_ai.final_answer") {
+    for (const shown of document.querySelectorAll("#log article.streaming")) shown.remove();
+  }
   if (event.index !== undefined) {
     if (state.shown.has(event.index)) return;
     state.shown.add(event.index);
@@ -235,6 +249,7 @@ function follow(after) {
   document.body.dataset.busy = "true";
   const stream = new EventSource(`/chat/api/conversations/${state.conversation}/events?after=${after}`);
   stream.onmessage = (message) => render(JSON.parse(message.data));
+  stream.addEventListener("delta", (message) => streaming(JSON.parse(message.data).text));
   stream.addEventListener("idle", () => {
     stream.close();
     working.hidden = true;

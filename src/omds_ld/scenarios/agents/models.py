@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -25,6 +25,7 @@ INSTRUCTION = (
     "the result, and name every value you assumed that the task did not state."
 )
 SEPARATOR = "__"
+TextSink = Callable[[str], None]  # takes the model's text piece by piece, as it is streamed
 
 
 @dataclass(frozen=True)
@@ -122,10 +123,15 @@ class ModelAgent:
         return await self.converse(history, session, self.max_turns(scenario))
 
     async def converse(
-        self, history: list[dict[str, Any]], session: RunSession, max_turns: int
+        self,
+        history: list[dict[str, Any]],
+        session: RunSession,
+        max_turns: int,
+        on_text: TextSink | None = None,
     ) -> str:
         """Work on the conversation's last user message until a final answer (appended to
-        ``history``), calling the session's tools as the model asks."""
+        ``history``), calling the session's tools as the model asks. With ``on_text`` the model's
+        text is streamed to it as it comes (the recorded calls are the same)."""
         raise NotImplementedError
 
 
@@ -135,16 +141,25 @@ class AnthropicAgent(ModelAgent):
     provider = "anthropic"
 
     async def converse(
-        self, history: list[dict[str, Any]], session: RunSession, max_turns: int
+        self,
+        history: list[dict[str, Any]],
+        session: RunSession,
+        max_turns: int,
+        on_text: TextSink | None = None,
     ) -> str:
         tools = tool_specs(session)
         messages = history
         for _ in range(max_turns):
             started = time.perf_counter()
-            response = await self.client.messages.create(
-                model=self.model, system=INSTRUCTION, messages=messages, tools=tools,
-                max_tokens=4096, temperature=0,
-            )  # fmt: skip
+            request = {"model": self.model, "system": INSTRUCTION, "messages": messages,
+                       "tools": tools, "max_tokens": 4096, "temperature": 0}  # fmt: skip
+            if on_text is None:
+                response = await self.client.messages.create(**request)
+            else:  # the SDK's stream helper: text as it comes, then the whole message
+                async with self.client.messages.stream(**request) as stream:
+                    async for piece in stream.text_stream:
+                        on_text(piece)
+                    response = await stream.get_final_message()
             usage = response.usage
             self.record(
                 session,
@@ -187,7 +202,11 @@ class OpenAIAgent(ModelAgent):
         return [{"role": "system", "content": INSTRUCTION}]
 
     async def converse(
-        self, history: list[dict[str, Any]], session: RunSession, max_turns: int
+        self,
+        history: list[dict[str, Any]],
+        session: RunSession,
+        max_turns: int,
+        on_text: TextSink | None = None,
     ) -> str:
         tools = [
             {"type": "function", "function": {"name": s["name"], "description": s["description"],
@@ -197,14 +216,9 @@ class OpenAIAgent(ModelAgent):
         messages = history
         for _ in range(max_turns):
             started = time.perf_counter()
-            response = await self.client.chat.completions.create(
-                model=self.model, messages=messages, tools=tools, temperature=0
-            )
-            usage = response.usage
+            said, calls, usage = await self._complete(messages, tools, on_text)
             details = getattr(usage, "prompt_tokens_details", None)
             cached = (getattr(details, "cached_tokens", 0) or 0) if details else 0
-            message = response.choices[0].message
-            calls = message.tool_calls or []
             self.record(
                 session,
                 {
@@ -214,22 +228,66 @@ class OpenAIAgent(ModelAgent):
                 },
                 usage.model_dump(),
                 started,
-                str(message.content or ""),
-                [{"name": c.function.name, "arguments": _arguments(c.function.arguments)}
-                 for c in calls],
-            )  # fmt: skip
-            messages.append(message.model_dump(exclude_none=True))
+                said,
+                [{"name": c["name"], "arguments": _arguments(c["arguments"])} for c in calls],
+            )
+            message: dict[str, Any] = {"role": "assistant", "content": said or None}
+            if calls:
+                message["tool_calls"] = [
+                    {"id": c["id"], "type": "function",
+                     "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in calls
+                ]  # fmt: skip
+            messages.append(message)
             if not calls:
-                return str(message.content or "")
+                return said
             for call in calls:
-                server, tool = split_name(call.function.name)
-                arguments = _arguments(call.function.arguments)
+                server, tool = split_name(call["name"])
+                arguments = _arguments(call["arguments"])
                 if not isinstance(arguments, dict):  # told like any refused call, not called
                     text = "Refused: the arguments must be one JSON object."
                 else:
                     text = result_text(await session.call(server, tool, arguments))
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
         raise AgentGaveUp(f"no final answer after {max_turns} turns")
+
+    async def _complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], on_text: TextSink | None
+    ) -> tuple[str, list[dict[str, str]], Any]:
+        """One completion: its text, its tool calls (id, name, arguments as JSON text), its usage;
+        streamed (the text to ``on_text`` as it comes, the calls put together from their pieces)
+        when ``on_text`` is given."""
+        request = {"model": self.model, "messages": messages, "tools": tools, "temperature": 0}
+        if on_text is None:
+            response = await self.client.chat.completions.create(**request)
+            message = response.choices[0].message
+            calls = [
+                {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or ""}
+                for c in message.tool_calls or []
+            ]
+            return str(message.content or ""), calls, response.usage
+        stream = await self.client.chat.completions.create(
+            **request, stream=True, stream_options={"include_usage": True}
+        )
+        text: list[str] = []
+        pieces: dict[int, dict[str, str]] = {}
+        usage = None
+        async for chunk in stream:
+            usage = chunk.usage or usage
+            for choice in chunk.choices:
+                delta = choice.delta
+                if delta.content:
+                    text.append(delta.content)
+                    on_text(delta.content)
+                for piece in delta.tool_calls or []:
+                    call = pieces.setdefault(piece.index, {"id": "", "name": "", "arguments": ""})
+                    call["id"] = piece.id or call["id"]
+                    if piece.function is not None:
+                        call["name"] += piece.function.name or ""
+                        call["arguments"] += piece.function.arguments or ""
+        if usage is None:
+            raise AgentGaveUp("the model's stream said nothing of its usage")
+        return "".join(text), [pieces[i] for i in sorted(pieces)], usage
 
 
 def _arguments(text: str | None) -> Any:

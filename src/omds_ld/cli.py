@@ -134,7 +134,7 @@ def _serve(args: argparse.Namespace) -> int:
     state = MemoryStateStore()
     # the insurers' authorization server: brokers log in, the MCP servers exchange their tokens
     authorization = _authorization_server(
-        config, insurers, mcp_config, tuple(args.auth_resource or ())
+        config, insurers, mcp_config, tuple(args.auth_resource or ()), args.access_token_seconds
     )
     mcp_config = replace(mcp_config, auth=authorization.mcp_auth)
     # The MCP servers call the interfaces of this same process through ASGI: the same HTTP
@@ -245,6 +245,7 @@ def _authorization_server(
     insurers: Mapping[str, Any],
     mcp_config: McpConfig,
     extra_resources: Sequence[str] = (),
+    access_token_seconds: int = 3600,
 ) -> _Authorization:
     """The example insurers' authorization server, and what the MCP servers and the interfaces
     need of it: its keys, and a client of its own for the MCP servers to exchange tokens."""
@@ -274,7 +275,12 @@ def _authorization_server(
                 brokers.setdefault(broker.subject, broker.name)
     further = {url.rstrip("/"): "an MCP server run apart" for url in extra_resources}
     server = ExampleAuthorizationServer(
-        AuthSettings(issuer=issuer, resources={**mcp_urls, **api_urls, **further}, brokers=brokers),
+        AuthSettings(
+            issuer=issuer,
+            resources={**mcp_urls, **api_urls, **further},
+            brokers=brokers,
+            access_token_seconds=access_token_seconds,
+        ),
         store,
     )
     # the MCP servers' own client: a new secret at every start, known only to this process
@@ -640,6 +646,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="a further resource its authorization server issues tokens for: the URL of an MCP "
         "server run apart (omds-ld mcp --http --auth-issuer …) in front of these insurers",
+    )
+    serve.add_argument(
+        "--access-token-seconds",
+        type=int,
+        default=3600,
+        help="how long its authorization server's access tokens live (default 3600)",
     )
     serve.add_argument(
         "--chat-model",

@@ -499,3 +499,53 @@ def test_the_conformance_suite_passes_the_authorization_server(
     text = "".join(output)
     assert suite.returncode == 0, text
     assert "Total: 2 passed, 0 failed" in text, text
+
+
+def test_the_mcp_servers_own_token_is_renewed_before_it_expires(tmp_path: Path) -> None:
+    """Client credentials over stdio: with 35-second tokens (renewed 30 s before they expire) a
+    call six seconds after the first gets a new token, and both calls work."""
+    import os
+
+    from mcp import Client, StdioServerParameters
+
+    insurer = ExampleServer(
+        tmp_path / "s.sqlite3",
+        extra_args=["--require-token", "--access-token-seconds", "35",
+                    "--access-log", str(tmp_path / "access.jsonl")],
+    )  # fmt: skip
+    insurer.start()
+    try:
+        added = subprocess.run(
+            [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
+             str(insurer.database), "--name", "a software house", "--broker", "alpha"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        client = json.loads(added.stdout)
+        parameters = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "omds_ld.cli", "mcp", "--stdio", "--api", insurer.api("pfefferminzia"),
+                  "--name", "pfefferminzia", "--upstream-token-url", f"{insurer.url}/oauth/token",
+                  "--upstream-client-id", client["client_id"], "--log-level", "warning"],
+            env={**os.environ, "OMDS_LD_CLIENT_SECRET": client["client_secret"]},
+        )  # fmt: skip
+
+        def tokens_asked() -> int:
+            return sum(
+                1 for e in insurer.access_entries()
+                if e["path"] == "/oauth/token" and e["status"] == 200
+            )  # fmt: skip
+
+        async def work() -> tuple[int, int, bool]:
+            before = tokens_asked()  # the example server's own MCP servers' tokens
+            async with Client(parameters) as session:
+                first = await session.call_tool("listProducts", {})
+                once = tokens_asked() - before
+                await asyncio.sleep(6)
+                later = await session.call_tool("readProduct", {"productId": "kraftfahrt-2025"})
+                return once, tokens_asked() - before, bool(first.is_error or later.is_error)
+
+        once, twice, failed = asyncio.run(work())
+        assert not failed
+        assert once == 1 and twice == 2, (once, twice)
+    finally:
+        insurer.stop()

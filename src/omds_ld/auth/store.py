@@ -19,6 +19,8 @@ from typing import Any
 
 from joserfc.jwk import ECKey, KeySet
 
+from omds_ld.sqlite import connect, transaction
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS auth_keys (
     kid TEXT PRIMARY KEY, jwk TEXT NOT NULL, created REAL NOT NULL, retired REAL
@@ -60,12 +62,9 @@ class AuthStore:
     """One SQLite file; every method is one short transaction."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db = connect(path)
         self._db.executescript(_SCHEMA)
         self._published: tuple[float, KeySet] | None = None  # the public keys, read recently
 
@@ -75,14 +74,8 @@ class AuthStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._lock, transaction(self._db) as db:
+            yield db
 
     # signing keys
 

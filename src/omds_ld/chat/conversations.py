@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from omds_ld.sqlite import connect, transaction
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chat_conversations (
@@ -29,11 +30,8 @@ class Conversations:
     """The conversations of the chat page, in one SQLite file beside the insurers' store."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db = connect(path)
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(chat_conversations)")}
         if "history" not in columns:  # a store from before the page could chat with a model
@@ -63,21 +61,18 @@ class Conversations:
 
     def append(self, conversation: str, owner: str, event: dict[str, Any]) -> int | None:
         """Add an event; its index in the conversation, or None if the conversation is gone."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            row = self._db.execute(
+        with self._lock, transaction(self._db) as db:
+            row = db.execute(
                 "SELECT events FROM chat_conversations WHERE id=? AND owner=?",
                 (conversation, owner),
             ).fetchone()
             if row is None:
-                self._db.execute("ROLLBACK")
                 return None
             events = [*json.loads(row[0]), event]
-            self._db.execute(
+            db.execute(
                 "UPDATE chat_conversations SET events=? WHERE id=?",
                 (json.dumps(events, ensure_ascii=False, default=str), conversation),
             )
-            self._db.execute("COMMIT")
         return len(events) - 1
 
     def history(self, conversation: str, owner: str) -> list[dict[str, Any]] | None:

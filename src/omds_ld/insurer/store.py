@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from omds_ld.insurer.draft import Draft
+from omds_ld.sqlite import connect, transaction
 
 Status = Literal["draft", "calculated", "offered"]
 
@@ -115,13 +116,11 @@ class Store:
         # them at once, without waiting for the store (a write holds it for its transaction)
         self._flight_lock = threading.Lock()
         self._in_flight: dict[tuple[str, str, str], str] = {}
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db = connect(path)
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
         # a committed write survives a crash of the process (NORMAL in WAL mode may lose the
         # last transactions on a power loss, never on a crash of the process alone)
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
         for table, columns in _ADDED_COLUMNS.items():
             present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
@@ -141,16 +140,12 @@ class Store:
             if getattr(self._unit, "active", False):
                 yield
                 return
-            self._db.execute("BEGIN IMMEDIATE")
             self._unit.active = True
             try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+                with transaction(self._db):
+                    yield
             finally:
                 self._unit.active = False
-            self._db.execute("COMMIT")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -158,13 +153,8 @@ class Store:
             if getattr(self._unit, "active", False):  # part of the unit around it
                 yield self._db
                 return
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(self._db):
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
 
     # business cases
 

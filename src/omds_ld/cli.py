@@ -10,7 +10,16 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where used: the command line starts without them
+    from starlette.routing import BaseRoute
+
+    from omds_ld.auth.resource import LocalKeys
+    from omds_ld.auth.store import AuthStore
+    from omds_ld.chat.login import LoginSettings
+    from omds_ld.insurer.app import TokenCheck
+    from omds_ld.mcp.config import AuthConfig
 
 from omds_ld import __version__, logs
 from omds_ld.insurer.config import DEFAULT_PORT, ServerConfig, default_database
@@ -213,15 +222,17 @@ def _serve(args: argparse.Namespace) -> int:
 
 @dataclass
 class _Authorization:
+    """The example authorization server, as the rest of ``serve`` needs it."""
+
     issuer: str
     base_url: str
-    store: Any
-    routes: list[Any]
-    keys: Any
-    check: Any
-    mcp_auth: Any
+    store: AuthStore
+    routes: list[BaseRoute]
+    keys: LocalKeys
+    check: TokenCheck
+    mcp_auth: AuthConfig
 
-    def chat_login(self, resources: tuple[str, ...]) -> Any:
+    def chat_login(self, resources: tuple[str, ...]) -> LoginSettings:
         """The chat page as a client of the authorization server (a new secret at every start)."""
         import secrets
 

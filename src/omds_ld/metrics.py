@@ -96,10 +96,10 @@ def open_sessions(insurer: str, count: Callable[[], int]) -> None:
     SESSIONS.labels(insurer).set_function(count)
 
 
+def live_sessions(insurer: str, count: Callable[[], int]) -> None:
+    LIVE.labels(insurer).set_function(count)
+
+
 async def endpoint(request: Request) -> Response:
     """``GET /metrics``: the Prometheus text format of this process's metrics."""
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
-
-
-def live_sessions(insurer: str, count: Callable[[], int]) -> None:
-    LIVE.labels(insurer).set_function(count)

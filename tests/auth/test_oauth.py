@@ -66,6 +66,33 @@ def _forged(server: ExampleServer, key: ECKey | None = None, **claims: Any) -> s
     return issue(signing, {**valid, **claims})
 
 
+def _added_client(server: ExampleServer, *how: str) -> dict[str, Any]:
+    """``omds-ld auth add-client`` on the server's store: its id and secret, shown once."""
+    added = subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "auth", "add-client",
+         "--database", str(server.database), *how],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    client: dict[str, Any] = json.loads(added.stdout)
+    return client
+
+
+def _stdio_with(server: ExampleServer, client: dict[str, Any]) -> Any:
+    """``omds-ld mcp --stdio`` in front of Pfefferminzia, with its tokens by this client's
+    credentials (the secret from the environment)."""
+    import os
+
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "omds_ld.cli", "mcp", "--stdio", "--api", server.api("pfefferminzia"),
+              "--name", "pfefferminzia", "--upstream-token-url", f"{server.url}/oauth/token",
+              "--upstream-client-id", client["client_id"], "--log-level", "warning"],
+        env={**os.environ, "OMDS_LD_CLIENT_SECRET": client["client_secret"]},
+    )  # fmt: skip
+
+
 def _post(server: ExampleServer, token: str | None, body: Any = LIST, **headers: str) -> Any:
     auth = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.post(
@@ -319,23 +346,10 @@ def test_a_software_house_runs_the_mcp_server_with_its_own_client(
 ) -> None:
     """stdio, in front of the insurer: its tokens by client credentials, as the broker its client
     was registered for."""
-    import os
+    from mcp import Client
 
-    from mcp import Client, StdioServerParameters
-
-    added = subprocess.run(
-        [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
-         str(secured.database), "--name", "Alpha's software house", "--broker", "alpha"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    client = json.loads(added.stdout)
-    parameters = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "omds_ld.cli", "mcp", "--stdio", "--api", secured.api("pfefferminzia"),
-              "--name", "pfefferminzia", "--upstream-token-url", f"{secured.url}/oauth/token",
-              "--upstream-client-id", client["client_id"], "--log-level", "warning"],
-        env={**os.environ, "OMDS_LD_CLIENT_SECRET": client["client_secret"]},
-    )  # fmt: skip
+    client = _added_client(secured, "--name", "Alpha's software house", "--broker", "alpha")
+    parameters = _stdio_with(secured, client)
 
     async def work() -> Any:
         async with Client(parameters) as session:
@@ -375,13 +389,10 @@ def test_an_mcp_server_run_apart_checks_tokens_by_the_published_keys_and_exchang
     )  # fmt: skip
     insurer.start()
     try:
-        added = subprocess.run(
-            [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
-             str(insurer.database), "--name", "an MCP server run apart",
-             "--exchange-for", apart, "--exchange-for", strict],
-            capture_output=True, text=True, check=True,
+        client = _added_client(
+            insurer, "--name", "an MCP server run apart",
+            "--exchange-for", apart, "--exchange-for", strict,
         )  # fmt: skip
-        client = json.loads(added.stdout)
 
         def replica_of(at: int, settings: str = "") -> McpServer:
             config = tmp_path / f"mcp-{at}.toml"
@@ -504,9 +515,7 @@ def test_the_conformance_suite_passes_the_authorization_server(
 def test_the_mcp_servers_own_token_is_renewed_before_it_expires(tmp_path: Path) -> None:
     """Client credentials over stdio: with 35-second tokens (renewed 30 s before they expire) a
     call six seconds after the first gets a new token, and both calls work."""
-    import os
-
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
 
     insurer = ExampleServer(
         tmp_path / "s.sqlite3",
@@ -515,19 +524,8 @@ def test_the_mcp_servers_own_token_is_renewed_before_it_expires(tmp_path: Path) 
     )  # fmt: skip
     insurer.start()
     try:
-        added = subprocess.run(
-            [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
-             str(insurer.database), "--name", "a software house", "--broker", "alpha"],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        client = json.loads(added.stdout)
-        parameters = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "omds_ld.cli", "mcp", "--stdio", "--api", insurer.api("pfefferminzia"),
-                  "--name", "pfefferminzia", "--upstream-token-url", f"{insurer.url}/oauth/token",
-                  "--upstream-client-id", client["client_id"], "--log-level", "warning"],
-            env={**os.environ, "OMDS_LD_CLIENT_SECRET": client["client_secret"]},
-        )  # fmt: skip
+        client = _added_client(insurer, "--name", "a software house", "--broker", "alpha")
+        parameters = _stdio_with(insurer, client)
 
         def tokens_asked() -> int:
             return sum(

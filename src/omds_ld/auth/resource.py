@@ -5,7 +5,6 @@ its Protected Resource Metadata (RFC 9728), refuses a call without a valid token
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -60,7 +59,6 @@ class ResourceGuard:
         keys: KeySource,
         *,
         name: str = "",
-        now: Callable[[], float] = time.time,
         read_scope: str = READ,
         write_scope: str = WRITE,
     ) -> None:
@@ -72,7 +70,6 @@ class ResourceGuard:
         self.keys = keys
         self.name = name
         self.metadata_url = metadata_url(resource)
-        self.now = now
 
     def metadata(self) -> dict[str, Any]:
         return {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -39,7 +39,6 @@ class Identity:
     expires: float
     token_id: str = ""
     actor: str | None = None  # RFC 8693 ``act``: who exchanged the token for the subject
-    claims: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def allows(self, scope: str) -> bool:
         return scope in self.scopes
@@ -99,7 +98,6 @@ def check(token: str, keys: KeySet, issuer: str, audience: str) -> Identity:
         expires=float(claims["exp"]),
         token_id=str(claims.get("jti", "")),
         actor=str(actor.get("sub")) if isinstance(actor, dict) else None,
-        claims=claims,
     )
 
 

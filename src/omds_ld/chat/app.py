@@ -240,7 +240,7 @@ class ChatPage:
                 return self._refused(403, "from the chat page of this server only")
             gone = self.conversations.delete(cid, owner_of(browser))
             return Response(status_code=204) if gone else self._refused(404, "no such conversation")
-        events = self.conversations.events(cid, owner_of(browser)) if browser else None
+        events = self._own_events(request)
         if events is None:  # someone else's is as unknown as one that never was
             return self._refused(404, "no such conversation")
         return JSONResponse(
@@ -269,6 +269,7 @@ class ChatPage:
         return _Own(owner, cid, events, payload)
 
     def _own_events(self, request: Request) -> list[dict[str, Any]] | None:
+        """The conversation's events if it is this browser session's; None for anyone else."""
         browser = self._browser(request)
         return (
             self.conversations.events(request.path_params["cid"], owner_of(browser))
@@ -348,10 +349,9 @@ class ChatPage:
     async def stream(self, request: Request) -> Response:
         """The conversation's events after ``after`` (or the Last-Event-ID), as server-sent events
         while the conversation is busy; then ``idle`` and the stream ends."""
-        browser = self._browser(request)
-        owner, cid = owner_of(browser or ""), request.path_params["cid"]
-        if not browser or self.conversations.events(cid, owner) is None:
+        if self._own_events(request) is None:
             return self._refused(404, "no such conversation")
+        owner, cid = owner_of(self._browser(request) or ""), request.path_params["cid"]
         try:
             after = int(request.headers.get("last-event-id") or request.query_params["after"])
         except (KeyError, ValueError):

@@ -143,8 +143,9 @@ def _serve(args: argparse.Namespace) -> int:
     state = MemoryStateStore()
     # the insurers' authorization server: brokers log in, the MCP servers exchange their tokens
     authorization = _authorization_server(
-        config, insurers, mcp_config, tuple(args.auth_resource or ()), args.access_token_seconds
-    )
+        config, insurers, mcp_config, tuple(args.auth_resource or ()), args.access_token_seconds,
+        registrations=(args.max_registrations_per_address, args.max_registrations),
+    )  # fmt: skip
     mcp_config = replace(mcp_config, auth=authorization.mcp_auth)
     # The MCP servers call the interfaces of this same process through ASGI: the same HTTP
     # requests and answers, without a trip through the network stack or an HTTP client.
@@ -257,6 +258,7 @@ def _authorization_server(
     mcp_config: McpConfig,
     extra_resources: Sequence[str] = (),
     access_token_seconds: int = 3600,
+    registrations: tuple[int, int] | None = None,
 ) -> _Authorization:
     """The example insurers' authorization server, and what the MCP servers and the interfaces
     need of it: its keys, and a client of its own for the MCP servers to exchange tokens."""
@@ -291,6 +293,11 @@ def _authorization_server(
             resources={**mcp_urls, **api_urls, **further},
             brokers=brokers,
             access_token_seconds=access_token_seconds,
+            **(
+                {"registrations_per_address": registrations[0], "registrations": registrations[1]}
+                if registrations
+                else {}
+            ),
         ),
         store,
     )
@@ -663,6 +670,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=3600,
         help="how long its authorization server's access tokens live (default 3600)",
+    )
+    serve.add_argument(
+        "--max-registrations-per-address",
+        type=int,
+        default=50,
+        help="clients that may register themselves (RFC 7591) from one address (default 50)",
+    )
+    serve.add_argument(
+        "--max-registrations",
+        type=int,
+        default=5000,
+        help="clients that may register themselves in all; one that never logs anybody in is "
+        "forgotten after a day (default 5000)",
     )
     serve.add_argument(
         "--chat-model",

@@ -10,13 +10,14 @@ get 503 at once), and an idle keep-alive connection is closed after a few second
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 import h11
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger("omds_ld.serving")
@@ -98,3 +99,66 @@ def run(app: ASGIApp, host: str, port: int, log_level: str, limits: Limits = Lim
         limit_concurrency=limits.max_connections,
         timeout_keep_alive=int(limits.keep_alive_seconds),
     )
+
+
+PAYLOAD_TOO_LARGE = "https://w3id.org/omds-ld/problems/payload-too-large"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """An ASGI app in front of another that lets no request body past ``limit`` bytes: a
+    Content-Length above it is answered 413 before anything is read, a body that grows past it
+    while it streams ends the request with 413 (the app never sees more than ``limit``).
+    The answer names the norm's problem type ``payload-too-large``."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._refuse(send)
+                return
+        size = 0
+        started = False
+
+        async def counted() -> Message:
+            nonlocal size
+            message = await receive()
+            if message["type"] == "http.request":
+                size += len(message.get("body", b""))
+                if size > self.limit:
+                    raise _TooLarge
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except _TooLarge:
+            if not started:
+                await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        body = json.dumps(
+            {"type": PAYLOAD_TOO_LARGE, "title": "The request body is too large", "status": 413,
+             "detail": f"the body exceeds {self.limit} bytes; nothing was done"}
+        ).encode()  # fmt: skip
+        await send(
+            {"type": "http.response.start", "status": 413,
+             "headers": [(b"content-type", b"application/problem+json"),
+                         (b"content-length", str(len(body)).encode()),
+                         (b"connection", b"close")]}
+        )  # fmt: skip
+        await send({"type": "http.response.body", "body": body})

@@ -35,13 +35,16 @@ from authlib.oauth2.rfc6749.errors import (
     InvalidRequestError,
     InvalidScopeError,
     UnauthorizedClientError,
+    UnsupportedTokenTypeError,
 )
-from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
+from authlib.oauth2.rfc7009 import RevocationEndpoint
+from authlib.oauth2.rfc7591 import ClientMetadataClaims, ClientRegistrationEndpoint
+from authlib.oauth2.rfc7591.errors import InvalidClientMetadataError, InvalidRedirectURIError
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Route, request_response
 
 from omds_ld.auth.store import AuthStore, Grant
 from omds_ld.auth.tokens import (
@@ -52,6 +55,7 @@ from omds_ld.auth.tokens import (
     check,
     issue,
 )
+from omds_ld.serving import BodyLimit
 
 # what the token being made is for, and who exchanged it: set by the grant making it
 _audience: contextvars.ContextVar[str] = contextvars.ContextVar("audience")
@@ -59,7 +63,10 @@ _actor: contextvars.ContextVar[str | None] = contextvars.ContextVar("actor", def
 _not_after: contextvars.ContextVar[float | None] = contextvars.ContextVar("not_after", default=None)
 # the resources a grant (code, refresh token) covers, of which each token names one
 _covered: contextvars.ContextVar[str | None] = contextvars.ContextVar("covered", default=None)
+# the family of refresh tokens a code starts, which every rotation carries on
+_family: contextvars.ContextVar[str] = contextvars.ContextVar("family", default="")
 
+SELF_REGISTERED = "omds_ld_self_registered"  # kept with a client that registered itself
 DEMO_PASSWORD = "demo"  # the example's brokers log in with it; a real deployment has its own IdP
 
 
@@ -80,6 +87,11 @@ class AuthSettings:
     access_token_seconds: int = 3600
     refresh_token_seconds: int = 30 * 24 * 3600
     code_seconds: int = 300
+    # clients that register themselves (RFC 7591): how many from one address and in all, and how
+    # long one that never logged anybody in is kept
+    registrations_per_address: int = 50
+    registrations: int = 5000
+    unused_registration_seconds: float = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -113,13 +125,18 @@ class Client(ClientMixin):  # type: ignore[misc]
         return " ".join(s for s in asked if s in allowed)
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
-        return redirect_uri in (self.metadata.get("redirect_uris") or [])
+        """Exactly a registered URI; for a loopback one on any port (RFC 8252 7.3: a native
+        app listens on whichever port is free)."""
+        registered = self.metadata.get("redirect_uris") or []
+        return redirect_uri in registered or (
+            _loopback(redirect_uri) and _portless(redirect_uri) in map(_portless, registered)
+        )
 
     def check_client_secret(self, client_secret: str) -> bool:
         return bool(AuthStore.secret_matches(self.secret_hash, client_secret))
 
     def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
-        if endpoint == "token":
+        if endpoint in ("token", "revocation"):  # as it registered: a secret, or none
             return bool(
                 method == self.metadata.get("token_endpoint_auth_method", "client_secret_basic")
             )
@@ -174,8 +191,11 @@ class ReadRequest(OAuth2Request):  # type: ignore[misc]
 
 
 class ReadJsonRequest(JsonRequest):  # type: ignore[misc]
-    def __init__(self, method: str, uri: str, headers: Mapping[str, str], data: Any) -> None:
+    def __init__(
+        self, method: str, uri: str, headers: Mapping[str, str], data: Any, address: str = ""
+    ) -> None:
         super().__init__(method, uri, headers)
+        self.address = address  # the client's network address, for the bounds on registrations
 
         class Payload(JsonPayload):  # type: ignore[misc]
             @property
@@ -265,6 +285,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
                 redirect_uri=data.get("redirect_uri", ""),
                 challenge=data.get("code_challenge", ""),
                 challenge_method=data.get("code_challenge_method", ""),
+                family=secrets.token_urlsafe(12),
             ),
         )
 
@@ -272,9 +293,19 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
         kept = self.server.store.code(code, client.get_client_id())
         return None if kept is None else _Code(code, kept)
 
+    def validate_token_request(self) -> None:
+        """Authlib's checks (client, code, redirect URI, PKCE); a code that fails any of them
+        after it was found is used up: no second guess at its verifier."""
+        try:
+            super().validate_token_request()
+        except OAuth2Error:
+            code = self.request.form.get("code")
+            if code:
+                self.server.store.burn_code(code)
+            raise
+
     def delete_authorization_code(self, authorization_code: _Code) -> None:
-        if not self.server.store.use_code(authorization_code.code):
-            raise InvalidGrantError("the code was used already")
+        """Nothing left to do: the code was redeemed before any token was made."""
 
     def authenticate_user(self, authorization_code: _Code) -> BrokerUser:
         return BrokerUser(authorization_code.grant.subject)
@@ -283,6 +314,10 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
         code: _Code = self.request.authorization_code
         _audience.set(_chosen(self.request, code.grant.resource))
         _covered.set(code.grant.resource)
+        # redeemed at once and atomically: of two requests with one code, one gets tokens
+        if not self.server.store.redeem_code(code.code):
+            raise InvalidGrantError("the code was used already; what it brought is revoked")
+        _family.set(code.grant.family)
         return super().create_token_response()
 
 
@@ -332,7 +367,9 @@ class _Refresh:
 
 
 class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
-    """A refresh token is used once: its use revokes it and brings a new one (OAuth 2.1)."""
+    """A refresh token is redeemed once, atomically, and brings a new one of the same family
+    (OAuth 2.1); its second use (a stolen or replayed token) revokes the whole family (RFC 9700
+    4.14.2)."""
 
     TOKEN_ENDPOINT_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
     INCLUDE_NEW_REFRESH_TOKEN = True
@@ -345,12 +382,18 @@ class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
         return BrokerUser(refresh_token.grant.subject)
 
     def revoke_old_credential(self, refresh_token: _Refresh) -> None:
-        self.server.store.revoke_refresh_token(refresh_token.token)
+        """Nothing left to do: the token was redeemed before its successor was made."""
 
     def create_token_response(self) -> Any:
-        covered = self.request.refresh_token.grant.resource
+        refresh: _Refresh = self.request.refresh_token
+        covered = refresh.grant.resource
         _audience.set(_chosen(self.request, covered))
         _covered.set(covered)
+        if not self.server.store.redeem_refresh_token(refresh.token):
+            raise InvalidGrantError(
+                "the refresh token was used already; every token of its grant is revoked"
+            )
+        _family.set(refresh.grant.family)
         return super().create_token_response()
 
 
@@ -414,11 +457,60 @@ class TokenExchange(grants.BaseGrant, grants.TokenEndpointMixin):  # type: ignor
         return 200, token, self.TOKEN_RESPONSE_HEADER
 
 
+class _UnsupportedTokenType(UnsupportedTokenTypeError):  # type: ignore[misc]
+    """RFC 7009 2.2.1: an error response as RFC 6749 5.2 has it, 400 (Authlib answers 401)."""
+
+    status_code = 400
+
+
+class Revocation(RevocationEndpoint):  # type: ignore[misc]
+    """RFC 7009: a client revokes a refresh token it holds, and with it the whole grant (every
+    refresh token of its family). Access tokens are signed JWTs that expire by themselves within
+    ``access_token_seconds``; they cannot be revoked here (``unsupported_token_type``)."""
+
+    CLIENT_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+    SUPPORTED_TOKEN_TYPES = ("refresh_token",)
+
+    def check_params(self, request: Any, client: Any) -> None:
+        if "token" not in request.form:
+            raise InvalidRequestError("name the token to revoke")
+        hint = request.form.get("token_type_hint")
+        if hint and hint not in self.SUPPORTED_TOKEN_TYPES:
+            raise _UnsupportedTokenType(
+                "access tokens expire by themselves; revoke the refresh token"
+            )
+
+    def query_token(self, token_string: str, token_type_hint: str | None) -> _Refresh | None:
+        kept = self.server.store.refresh_token(token_string)
+        if kept is None and token_string.count(".") == 2:
+            raise _UnsupportedTokenType(
+                "access tokens expire by themselves; revoke the refresh token"
+            )
+        return None if kept is None else _Refresh(token_string, kept)
+
+    def revoke_token(self, token: _Refresh, request: Any) -> None:
+        self.server.store.revoke_refresh_token(token.token)
+
+
+class _Metadata(ClientMetadataClaims):  # type: ignore[misc]
+    """RFC 7591's checks, with redirect URIs by our rules (a native app's own scheme too)."""
+
+    def validate_redirect_uris(self) -> None:
+        uris = self.get("redirect_uris") or []
+        for uri in uris if isinstance(uris, list) else [uris]:
+            problem = redirect_uri_problem(uri)
+            if problem:
+                raise InvalidRedirectURIError(problem)
+
+
 class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
     """Open dynamic registration (RFC 7591), for MCP clients such as Claude Code: such a client
     may use the authorization code and refresh tokens, nothing else."""
 
     ALLOWED_GRANTS = frozenset({"authorization_code", "refresh_token"})
+
+    def __init__(self, server: Any) -> None:
+        super().__init__(server, claims_classes=[_Metadata])
 
     def authenticate_token(self, request: Any) -> dict[str, bool]:
         return {"open": True}
@@ -448,9 +540,21 @@ class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
             )
         metadata = {k: v for k, v in client_metadata.items() if not str(k).startswith("omds_ld_")}
         metadata.setdefault("token_endpoint_auth_method", "client_secret_basic")
-        self.server.store.add_client(
-            client_info["client_id"], client_info.get("client_secret"), metadata
-        )
+        _check_metadata(metadata)
+        settings, store = self.server.settings, self.server.store
+        address = getattr(request, "address", "")
+        store.forget_unused_clients(settings.unused_registration_seconds)
+        mine, total = store.self_registered(address)
+        if mine >= settings.registrations_per_address or total >= settings.registrations:
+            raise InvalidClientMetadataError(
+                f"too many clients registered themselves ({'from this address' if mine >= settings.registrations_per_address else 'in all'}); "
+                f"one that never logs anybody in is forgotten after "
+                f"{settings.unused_registration_seconds / 3600:g} h"
+            )
+        store.add_client(
+            client_info["client_id"], client_info.get("client_secret"),
+            {**metadata, SELF_REGISTERED: True}, address=address, self_registered=True,
+        )  # fmt: skip
         return Client(client_info["client_id"], None, metadata)
 
 
@@ -467,6 +571,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         self.register_grant(ClientCredentials)
         self.register_grant(TokenExchange)
         self.register_endpoint(Registration)
+        self.register_endpoint(Revocation)
 
     # what Authlib asks of a server
 
@@ -485,6 +590,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
                     scope=str(token.get("scope", "")),
                     resource=_covered.get() or _audience.get(),
                     expires=time.time() + self.settings.refresh_token_seconds,
+                    family=_family.get() or secrets.token_urlsafe(12),
                 ),
             )
 
@@ -555,6 +661,10 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
                 "authorization_endpoint": f"{issuer}/authorize",
                 "token_endpoint": f"{issuer}/token",
                 "registration_endpoint": f"{issuer}/register",
+                "revocation_endpoint": f"{issuer}/revoke",
+                "revocation_endpoint_auth_methods_supported": [
+                    "client_secret_basic", "client_secret_post", "none",
+                ],
                 "jwks_uri": f"{issuer}/jwks",
                 "scopes_supported": list(SCOPES),
                 "response_types_supported": ["code"],
@@ -574,12 +684,16 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
     # the HTTP side
 
     def routes(self, issuer_path: str) -> list[BaseRoute]:
+        def capped(endpoint: Any) -> Any:  # a form or a registration is a few hundred bytes
+            return BodyLimit(request_response(endpoint), MAX_BODY_BYTES)
+
         return [
             Route(f"/.well-known/oauth-authorization-server{issuer_path}", self._metadata),
             Route(f"{issuer_path}/jwks", self._jwks),
-            Route(f"{issuer_path}/authorize", self._authorize, methods=["GET", "POST"]),
-            Route(f"{issuer_path}/token", self._token, methods=["POST"]),
-            Route(f"{issuer_path}/register", self._register, methods=["POST"]),
+            Route(f"{issuer_path}/authorize", capped(self._authorize), methods=["GET", "POST"]),
+            Route(f"{issuer_path}/token", capped(self._token), methods=["POST"]),
+            Route(f"{issuer_path}/register", capped(self._register), methods=["POST"]),
+            Route(f"{issuer_path}/revoke", capped(self._revoke), methods=["POST"]),
         ]
 
     async def _metadata(self, request: Request) -> Response:
@@ -596,6 +710,13 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         )
         return response
 
+    async def _revoke(self, request: Request) -> Response:
+        read = await read_request(request)
+        response: Response = await anyio.to_thread.run_sync(
+            self.create_endpoint_response, "revocation", read
+        )
+        return response
+
     async def _register(self, request: Request) -> Response:
         try:
             data = await request.json()
@@ -604,7 +725,8 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
                 {"error": "invalid_client_metadata", "error_description": "the body is no JSON"},
                 400,
             )
-        read = ReadJsonRequest(request.method, str(request.url), request.headers, data)
+        address = request.client.host if request.client else ""
+        read = ReadJsonRequest(request.method, str(request.url), request.headers, data, address)
         response: Response = await anyio.to_thread.run_sync(
             self.create_endpoint_response, "client_registration", read
         )
@@ -657,6 +779,20 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         resource = ", ".join(
             self.settings.resources.get(r, r) for r in read.payload.datalist.get("resource", [])
         )
+        # who the client is by its own word, and where the code goes: the person decides by both
+        claimed = (
+            " (a client that registered itself: its name is its own claim)"
+            if client is not None and client.metadata.get(SELF_REGISTERED)
+            else ""
+        )
+        target = asked.get("redirect_uri") or (client.get_default_redirect_uri() if client else "")
+        where = _destination(str(target or ""))
+        sent_to = (
+            f"<p>After you log in, you are sent back with the code to "
+            f"<strong>{html.escape(where)}</strong>.</p>"
+            if where
+            else ""
+        )
         problem = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
         action = html.escape(urlsplit(str(read.uri)).path)
         form = (
@@ -675,10 +811,10 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             "margin:2rem auto;padding:0 1rem}label,select,input,button{display:block;width:100%;"
             "margin:.4rem 0}.error{color:#a11}</style></head><body>"
             "<h1>Log in as a broker</h1>"
-            f"<p><strong>{html.escape(str(name))}</strong> asks to act for you at "
-            f"<strong>{html.escape(resource)}</strong> with "
+            f"<p><strong>{html.escape(str(name))}</strong>{html.escape(claimed)} asks to act "
+            f"for you at <strong>{html.escape(resource)}</strong> with "
             f"<code>{html.escape(asked.get('scope', ' '.join(SCOPES)))}</code>.</p>"
-            f"{problem}{form}</body></html>"
+            f"{sent_to}{problem}{form}</body></html>"
         )
         return HTMLResponse(
             page,
@@ -687,6 +823,84 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
                      "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
                      "form-action 'self' http: https:; frame-ancestors 'none'"},
         )  # fmt: skip
+
+
+# what a self-registered client may say of itself (RFC 7591): each text field, each URI, in all
+MAX_TEXT = 200
+MAX_URI = 2000
+MAX_REDIRECT_URIS = 10
+MAX_METADATA_BYTES = 8 * 1024
+MAX_BODY_BYTES = 16 * 1024  # of any request to the authorization server
+LOOPBACK_NAMES = ("127.0.0.1", "::1", "localhost")
+
+
+def _loopback(uri: str) -> bool:
+    parts = urlsplit(uri)
+    return parts.scheme == "http" and (parts.hostname or "") in LOOPBACK_NAMES
+
+
+def _portless(uri: str) -> str:
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    return parts._replace(netloc=f"[{host}]" if ":" in host else host).geturl()
+
+
+def redirect_uri_problem(uri: Any) -> str | None:
+    """Why a redirect URI may not be registered, or None: https anywhere, http to loopback only
+    (any port), or a private-use scheme of a native app (reverse domain name, RFC 8252 7.1);
+    never a fragment, never javascript:, data:, file: or the like."""
+    if not isinstance(uri, str) or not uri:
+        return "a redirect URI is a non-empty string"
+    if len(uri) > MAX_URI:
+        return f"a redirect URI has at most {MAX_URI} characters"
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return f"{uri[:80]!r} is no URI"
+    if parts.fragment or "#" in uri:
+        return "a redirect URI has no fragment"
+    if parts.scheme == "https":
+        return None if parts.hostname else "an https redirect URI names a host"
+    if parts.scheme == "http":
+        if (parts.hostname or "") in LOOPBACK_NAMES:
+            return None
+        return "http redirect URIs go to loopback only (127.0.0.1, [::1], localhost); else https"
+    if "." in parts.scheme and parts.scheme.replace(".", "").replace("-", "").isalnum():
+        return None  # com.example.app:/callback
+    return (
+        f"the scheme {parts.scheme or '(none)'}: is not for redirects: https, http to loopback, "
+        "or a private-use scheme of your app (reverse domain name, e.g. com.example.app:)"
+    )
+
+
+def _check_metadata(metadata: Mapping[str, Any]) -> None:
+    """A self-registered client's metadata within bounds, its redirect URIs admissible."""
+    import json
+
+    if len(json.dumps(metadata)) > MAX_METADATA_BYTES:
+        raise InvalidClientMetadataError(f"the metadata has at most {MAX_METADATA_BYTES} bytes")
+    for key, value in metadata.items():
+        if isinstance(value, str) and len(value) > (MAX_URI if key.endswith("uri") else MAX_TEXT):
+            raise InvalidClientMetadataError(f"{key} is too long")
+    uris = metadata.get("redirect_uris") or []
+    if not isinstance(uris, list) or not uris or len(uris) > MAX_REDIRECT_URIS:
+        raise InvalidRedirectURIError(f"name 1 to {MAX_REDIRECT_URIS} redirect_uris")
+    for uri in uris:
+        problem = redirect_uri_problem(uri)
+        if problem:
+            raise InvalidRedirectURIError(problem)
+
+
+def _destination(uri: str) -> str:
+    """Where a redirect URI sends the browser, as a person reads it: its scheme and host (and
+    port), or the whole URI of a native app's private-use scheme."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return uri[:MAX_TEXT]
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return f"{parts.scheme}://{parts.netloc}"
+    return uri[:MAX_TEXT]
 
 
 def _origin(url: str) -> str:

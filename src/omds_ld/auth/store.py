@@ -37,7 +37,20 @@ CREATE TABLE IF NOT EXISTS auth_refresh_tokens (
     token_hash TEXT PRIMARY KEY, client_id TEXT NOT NULL, subject TEXT NOT NULL, scope TEXT,
     resource TEXT NOT NULL, expires REAL NOT NULL, revoked INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS auth_families (
+    family TEXT PRIMARY KEY, revoked REAL NOT NULL, expires REAL NOT NULL
+);
 """
+# columns added since the first stores were written: (table, column, declaration)
+_ADDED = (
+    ("auth_codes", "used", "INTEGER NOT NULL DEFAULT 0"),
+    ("auth_codes", "family", "TEXT NOT NULL DEFAULT ''"),
+    ("auth_refresh_tokens", "family", "TEXT NOT NULL DEFAULT ''"),
+    ("auth_refresh_tokens", "used", "INTEGER NOT NULL DEFAULT 0"),
+    ("auth_clients", "address", "TEXT"),
+    ("auth_clients", "self_registered", "INTEGER NOT NULL DEFAULT 0"),
+    ("auth_clients", "last_used", "REAL"),
+)
 
 
 def digest(secret: str) -> str:
@@ -56,6 +69,8 @@ class Grant:
     redirect_uri: str = ""
     challenge: str = ""
     challenge_method: str = ""
+    # what a code and every refresh token descended from it share: revoked together
+    family: str = ""
 
 
 class AuthStore:
@@ -66,6 +81,10 @@ class AuthStore:
         self._lock = threading.RLock()
         self._db = connect(path)
         self._db.executescript(_SCHEMA)
+        for table, column, declaration in _ADDED:
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in present:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         self._published: tuple[float, KeySet] | None = None  # the public keys, read recently
 
     def close(self) -> None:
@@ -133,13 +152,23 @@ class AuthStore:
 
     # clients
 
-    def add_client(self, client_id: str, secret: str | None, metadata: Mapping[str, Any]) -> None:
-        """Register or replace a client (a new secret replaces the old one)."""
+    def add_client(
+        self,
+        client_id: str,
+        secret: str | None,
+        metadata: Mapping[str, Any],
+        *,
+        address: str | None = None,
+        self_registered: bool = False,
+    ) -> None:
+        """Register or replace a client (a new secret replaces the old one). A client that
+        registered itself is kept with the address it came from, for the bounds on them."""
         with self._transaction() as db:
             db.execute(
-                "INSERT OR REPLACE INTO auth_clients VALUES (?,?,?,?)",
+                "INSERT OR REPLACE INTO auth_clients (client_id, secret_hash, metadata, created, "
+                "address, self_registered) VALUES (?,?,?,?,?,?)",
                 (client_id, digest(secret) if secret else None, json.dumps(dict(metadata)),
-                 time.time()),
+                 time.time(), address, int(self_registered)),
             )  # fmt: skip
 
     def client(self, client_id: str) -> tuple[str | None, dict[str, Any]] | None:
@@ -150,62 +179,175 @@ class AuthStore:
             ).fetchone()
         return None if row is None else (row[0], dict(json.loads(row[1])))
 
+    def self_registered(self, address: str) -> tuple[int, int]:
+        """How many clients registered themselves: from this address, and in all."""
+        with self._lock:
+            mine, total = self._db.execute(
+                "SELECT COALESCE(SUM(address=?), 0), COUNT(*) FROM auth_clients "
+                "WHERE self_registered=1",
+                (address,),
+            ).fetchone()
+        return int(mine), int(total)
+
+    def forget_unused_clients(self, older_than: float) -> int:
+        """Clients that registered themselves more than ``older_than`` seconds ago and never
+        got a code are forgotten; how many."""
+        with self._transaction() as db:
+            return db.execute(
+                "DELETE FROM auth_clients WHERE self_registered=1 AND last_used IS NULL "
+                "AND created < ?",
+                (time.time() - older_than,),
+            ).rowcount
+
+    def client_used(self, client_id: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE auth_clients SET last_used=? WHERE client_id=?", (time.time(), client_id)
+            )
+
     @staticmethod
     def secret_matches(secret_hash: str | None, secret: str | None) -> bool:
         return bool(secret_hash and secret) and hmac.compare_digest(
             secret_hash or "", digest(secret or "")
         )
 
-    # authorization codes: used once
+    # families: a code and the refresh tokens it brought, revoked as one
+
+    def revoke_family(self, family: str) -> None:
+        """Revoke every refresh token a code brought (a code or a refresh token was used again:
+        someone else may hold it). Kept until the longest of them would have expired."""
+        if not family:
+            return
+        with self._transaction() as db:
+            (expires,) = db.execute(
+                "SELECT MAX(expires) FROM auth_refresh_tokens WHERE family=?", (family,)
+            ).fetchone()
+            db.execute(
+                "INSERT OR REPLACE INTO auth_families VALUES (?,?,?)",
+                (family, time.time(), max(float(expires or 0), time.time() + 3600)),
+            )
+            db.execute("UPDATE auth_refresh_tokens SET revoked=1 WHERE family=?", (family,))
+
+    def _family_revoked(self, db: sqlite3.Connection, family: str) -> bool:
+        return bool(family) and (
+            db.execute("SELECT 1 FROM auth_families WHERE family=?", (family,)).fetchone()
+            is not None
+        )
+
+    # authorization codes: redeemed once; a second try revokes what the first brought
 
     def add_code(self, code: str, grant: Grant) -> None:
         with self._transaction() as db:
-            db.execute("DELETE FROM auth_codes WHERE expires < ?", (time.time(),))
+            now = time.time()
+            db.execute("DELETE FROM auth_codes WHERE expires < ?", (now,))
+            db.execute("DELETE FROM auth_families WHERE expires < ?", (now,))
             db.execute(
-                "INSERT INTO auth_codes VALUES (?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO auth_codes (code_hash, client_id, redirect_uri, scope, subject, "
+                "resource, challenge, challenge_method, expires, used, family) "
+                "VALUES (?,?,?,?,?,?,?,?,?,0,?)",
                 (digest(code), grant.client_id, grant.redirect_uri, grant.scope, grant.subject,
-                 grant.resource, grant.challenge, grant.challenge_method, grant.expires),
+                 grant.resource, grant.challenge, grant.challenge_method, grant.expires,
+                 grant.family),
             )  # fmt: skip
+        self.client_used(grant.client_id)
 
     def code(self, code: str, client_id: str) -> Grant | None:
+        """The grant of a code not redeemed yet. A code redeemed already is a code stolen or
+        replayed: the tokens its first use brought are revoked, and it gives nothing."""
         with self._lock:
             row = self._db.execute(
                 "SELECT client_id, subject, scope, resource, expires, redirect_uri, challenge, "
-                "challenge_method FROM auth_codes WHERE code_hash=? AND client_id=? AND expires>?",
+                "challenge_method, family, used FROM auth_codes "
+                "WHERE code_hash=? AND client_id=? AND expires>?",
                 (digest(code), client_id, time.time()),
             ).fetchone()
-        return None if row is None else Grant(*row)
+        if row is None:
+            return None
+        if row[-1]:
+            self.revoke_family(str(row[-2]))
+            return None
+        return Grant(*row[:-1])
 
-    def use_code(self, code: str) -> bool:
-        """Delete the code; False if it was used already (a second use gets nothing)."""
+    def redeem_code(self, code: str) -> bool:
+        """Mark the code used, atomically; False if it was used already (then what its first use
+        brought is revoked)."""
         with self._transaction() as db:
-            return (
-                db.execute("DELETE FROM auth_codes WHERE code_hash=?", (digest(code),)).rowcount
+            won = (
+                db.execute(
+                    "UPDATE auth_codes SET used=1 WHERE code_hash=? AND used=0", (digest(code),)
+                ).rowcount
                 == 1
             )
+            row = db.execute(
+                "SELECT family FROM auth_codes WHERE code_hash=?", (digest(code),)
+            ).fetchone()
+        if not won and row is not None:
+            self.revoke_family(str(row[0]))
+        return won
 
-    # refresh tokens: rotated on use
+    def burn_code(self, code: str) -> None:
+        """A code a token request failed with (a wrong PKCE verifier, another redirect URI) is
+        used up: nobody may try again with it."""
+        with self._lock:
+            self._db.execute("UPDATE auth_codes SET used=1 WHERE code_hash=?", (digest(code),))
+
+    # refresh tokens: each redeemed once, rotated; a second use revokes the whole family
 
     def add_refresh_token(self, token: str, grant: Grant) -> None:
         with self._transaction() as db:
             db.execute("DELETE FROM auth_refresh_tokens WHERE expires < ?", (time.time(),))
             db.execute(
-                "INSERT INTO auth_refresh_tokens VALUES (?,?,?,?,?,?,0)",
+                "INSERT INTO auth_refresh_tokens (token_hash, client_id, subject, scope, "
+                "resource, expires, revoked, family, used) VALUES (?,?,?,?,?,?,?,?,0)",
                 (digest(token), grant.client_id, grant.subject, grant.scope, grant.resource,
-                 grant.expires),
+                 grant.expires, int(self._family_revoked(db, grant.family)), grant.family),
             )  # fmt: skip
 
     def refresh_token(self, token: str) -> Grant | None:
+        """The grant of a refresh token that may be redeemed: not used, not revoked, not
+        expired. One used already revokes its family and gives nothing."""
         with self._lock:
             row = self._db.execute(
-                "SELECT client_id, subject, scope, resource, expires FROM auth_refresh_tokens "
-                "WHERE token_hash=? AND revoked=0 AND expires>?",
+                "SELECT client_id, subject, scope, resource, expires, family, used, revoked "
+                "FROM auth_refresh_tokens WHERE token_hash=? AND expires>?",
                 (digest(token), time.time()),
             ).fetchone()
-        return None if row is None else Grant(*row)
+        if row is None:
+            return None
+        client_id, subject, scope, resource, expires, family, used, revoked = row
+        if used:
+            self.revoke_family(str(family))
+        if used or revoked:
+            return None
+        return Grant(client_id, subject, scope, resource, expires, family=str(family))
+
+    def redeem_refresh_token(self, token: str) -> bool:
+        """Mark the refresh token used, atomically: of concurrent uses one wins; the others are
+        reuse, which revokes the family (the winner's new token included)."""
+        with self._transaction() as db:
+            won = (
+                db.execute(
+                    "UPDATE auth_refresh_tokens SET used=1 WHERE token_hash=? AND used=0 "
+                    "AND revoked=0",
+                    (digest(token),),
+                ).rowcount
+                == 1
+            )
+            row = db.execute(
+                "SELECT family FROM auth_refresh_tokens WHERE token_hash=?", (digest(token),)
+            ).fetchone()
+        if not won and row is not None:
+            self.revoke_family(str(row[0]))
+        return won
 
     def revoke_refresh_token(self, token: str) -> None:
-        with self._transaction() as db:
-            db.execute(
+        """Revoke a refresh token and its whole family (RFC 7009 revocation of the grant)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT family FROM auth_refresh_tokens WHERE token_hash=?", (digest(token),)
+            ).fetchone()
+            self._db.execute(
                 "UPDATE auth_refresh_tokens SET revoked=1 WHERE token_hash=?", (digest(token),)
             )
+        if row is not None:
+            self.revoke_family(str(row[0]))

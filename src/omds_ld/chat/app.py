@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount, Route, request_response
 from starlette.staticfiles import StaticFiles
 
 from omds_ld.chat.conversations import Conversations, owner_of
@@ -35,8 +35,10 @@ from omds_ld.chat.worker import TURN_END, USER, Workers, mcp_http
 from omds_ld.scenarios.agents.models import INSTRUCTION, ModelAgent
 from omds_ld.scenarios.grader import grade
 from omds_ld.scenarios.protocol import MODEL_CALL, RUN_END, RUN_START, TOOL_CALL, now
+from omds_ld.serving import BodyLimit
 
 COOKIE = "omds_ld_chat"
+MAX_BODY_BYTES = 256 * 1024  # of a request to the page's API: a message, a tool's arguments
 
 
 @dataclass(frozen=True)
@@ -82,21 +84,28 @@ class ChatPage:
             self.conversations.close()
 
     def routes(self) -> list[BaseRoute]:
+        def route(path: str, endpoint: Any, methods: list[str]) -> Route:
+            # every body of the page's API is a small JSON object: none past MAX_BODY_BYTES
+            return Route(
+                path, BodyLimit(request_response(endpoint), MAX_BODY_BYTES), methods=methods
+            )
+
+        api = "/chat/api/conversations"
         return [
-            Route("/chat", self.page, methods=["GET"]),
+            route("/chat", self.page, ["GET"]),
             Mount("/chat/static", StaticFiles(directory=str(self.static)), name="chat-static"),
-            Route("/chat/api/servers", self.servers, methods=["GET"]),
-            Route("/chat/api/conversations", self.start, methods=["POST"]),
-            Route("/chat/api/conversations/{cid}", self.read, methods=["GET", "DELETE"]),
-            Route("/chat/api/conversations/{cid}/calls", self.call, methods=["POST"]),
-            Route("/chat/api/conversations/{cid}/messages", self.say, methods=["POST"]),
-            Route("/chat/api/conversations/{cid}/events", self.stream, methods=["GET"]),
-            Route("/chat/api/conversations/{cid}/grade", self.grade, methods=["POST"]),
-            Route("/chat/login", self.login, methods=["GET"]),
-            Route("/chat/callback", self.callback, methods=["GET"]),
-            Route("/chat/api/logout", self.logout, methods=["POST"]),
-            Route("/chat/api/conversations/{cid}/protocol.jsonl", self.protocol, methods=["GET"]),
-            Route("/chat/api/conversations/{cid}/scenario", self.scenario, methods=["POST"]),
+            route("/chat/api/servers", self.servers, ["GET"]),
+            route(api, self.start, ["POST"]),
+            route(api + "/{cid}", self.read, ["GET", "DELETE"]),
+            route(api + "/{cid}/calls", self.call, ["POST"]),
+            route(api + "/{cid}/messages", self.say, ["POST"]),
+            route(api + "/{cid}/events", self.stream, ["GET"]),
+            route(api + "/{cid}/grade", self.grade, ["POST"]),
+            route("/chat/login", self.login, ["GET"]),
+            route("/chat/callback", self.callback, ["GET"]),
+            route("/chat/api/logout", self.logout, ["POST"]),
+            route(api + "/{cid}/protocol.jsonl", self.protocol, ["GET"]),
+            route(api + "/{cid}/scenario", self.scenario, ["POST"]),
         ]
 
     # the browser session and where a request comes from

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from omds_ld.auth.tokens import Identity, TokenRefused
+from omds_ld.auth.tokens import READ, WRITE, Identity, TokenRefused
 from omds_ld.hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Allowlist, HostGuard
 from omds_ld.insurer.config import ServerConfig
 from omds_ld.insurer.data import ANONYMOUS, Broker, Insurer, load_insurers
@@ -32,6 +32,7 @@ from omds_ld.norm import Norm, Operation, hygiene, load_norm
 from omds_ld.norm.jsonld import CONTEXT_URL, context_document
 from omds_ld.norm.schemas import SchemaValidator
 from omds_ld.process import freeze_startup_heap
+from omds_ld.serving import BodyLimit
 
 # checks an access token for an audience (an interface's URL): its identity, or TokenRefused
 TokenCheck = Callable[[str, str], Identity]
@@ -225,6 +226,7 @@ class OperationEndpoint:
                 ) from None  # fmt: skip
             state.token = {"subject": identity.subject, "audience": identity.audience,
                            "client": identity.client_id, "actor": identity.actor}  # fmt: skip
+            self._check_scope(identity)
             broker = self.by_subject.get(identity.subject)
             if broker is None:
                 # a client acting for no broker of this insurer reads the catalogue, nothing else
@@ -247,6 +249,20 @@ class OperationEndpoint:
             )
         state.broker = broker.id
         return broker
+
+    def _check_scope(self, identity: Identity) -> None:
+        """An access token allows what its scope says, exactly as at the MCP endpoints: every
+        call needs omds-ld.read, a call that creates or edits omds-ld.write too."""
+        needed = WRITE if self.operation.kind in ("create", "edit") else READ
+        for scope in dict.fromkeys((READ, needed)):
+            if not identity.allows(scope):
+                raise Problem(
+                    "insufficient-scope",
+                    f"{self.operation.operation_id} needs the scope {scope}; the token has "
+                    f"{' '.join(sorted(identity.scopes)) or 'none'}. Nothing was done.",
+                    headers={"WWW-Authenticate": f'Bearer realm="omds-ld", '
+                             f'error="insufficient_scope", scope="{scope}"'},
+                )  # fmt: skip
 
     def _params(self, path_params: Mapping[str, str], query: Mapping[str, str]) -> dict[str, Any]:
         params: dict[str, Any] = {}
@@ -460,7 +476,10 @@ def create_app(
     allowlist = Allowlist(
         (*LOOPBACK_HOSTS, *config.allowed_hosts), (*LOOPBACK_ORIGINS, *config.allowed_origins)
     )
-    middleware = [Middleware(HostGuard, allowlist=allowlist)]
+    middleware = [
+        Middleware(HostGuard, allowlist=allowlist),
+        Middleware(BodyLimit, limit=config.max_request_bytes),
+    ]
     if config.access_log:
         middleware.insert(0, Middleware(AccessLog, path=config.access_log))
     app = Starlette(

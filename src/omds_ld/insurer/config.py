@@ -24,7 +24,10 @@ class ServerConfig:
     database: Path = Path("omds-ld.sqlite3")
     insurers_folder: Path | None = None
     require_token: bool = False
-    max_body_bytes: int = 256 * 1024
+    max_body_bytes: int = 256 * 1024  # of a request to an insurer's interface
+    # of any request to the example server (the MCP endpoints, the chat page and the
+    # authorization server hold their own, smaller or equal caps)
+    max_request_bytes: int = 1024 * 1024
     idempotency_retention_seconds: float = 24 * 3600.0
     # how long a request holds its Idempotency-Key: a request is answered well within it (the
     # MCP server's upstream timeout is 10 s); a claim whose holder died lapses after it

@@ -7,7 +7,8 @@ measured around each call to its interface; refused identities are counted where
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
@@ -65,12 +66,38 @@ REFUSED = Counter(
 )
 
 
-def observe_call(entry: Mapping[str, Any]) -> None:
-    """Count one tool call from its request-log entry."""
-    insurer, tool = str(entry.get("insurer", "")), str(entry.get("tool", ""))
-    outcome = str(entry.get("outcome", "ok"))
-    problem = str(entry.get("problem") or "")
-    CALLS.labels(insurer, tool, outcome, problem.removeprefix(PROBLEMS)).inc()
+OUTCOMES = frozenset({"ok", "replayed", "tool-error", "refused", "temporary", "internal-error"})
+UNKNOWN = "unknown"  # the one label value of everything outside a label's fixed set
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The values a label may take: fixed by configuration and the norm, never by what a caller
+    sends (a tool name nobody lists, an insurer's own problem type), so the number of series is
+    bounded whatever comes in."""
+
+    insurers: frozenset[str]
+    tools: frozenset[str]
+    problems: frozenset[str]  # slugs of the norm's problem types
+
+    @classmethod
+    def of(
+        cls, insurers: Collection[str], tools: Collection[str], problems: Collection[str]
+    ) -> Labels:
+        return cls(frozenset(insurers), frozenset(tools), frozenset(problems))
+
+    def value(self, allowed: frozenset[str], value: str) -> str:
+        return value if value in allowed else UNKNOWN
+
+
+def observe_call(entry: Mapping[str, Any], labels: Labels) -> None:
+    """Count one tool call from its request-log entry (each label from its fixed set)."""
+    insurer = labels.value(labels.insurers, str(entry.get("insurer", "")))
+    tool = labels.value(labels.tools, str(entry.get("tool", "")))
+    outcome = labels.value(OUTCOMES, str(entry.get("outcome", "ok")))
+    problem = str(entry.get("problem") or "").removeprefix(PROBLEMS)
+    problem = problem and labels.value(labels.problems, problem)
+    CALLS.labels(insurer, tool, outcome, problem).inc()
     if isinstance(entry.get("durationMs"), int | float):
         CALL_SECONDS.labels(insurer, tool).observe(float(entry["durationMs"]) / 1000)
     provenance = entry.get("provenance") or {}

@@ -48,14 +48,21 @@ class _Form(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.action = ""
-        self.fields: dict[str, str] = {}
+        self.fields: list[tuple[str, str]] = []  # a name may come more than once (resource)
+
+    def data(self, **more: str) -> dict[str, list[str]]:
+        """The form's fields as it sends them, with ``more`` filled in."""
+        sent: dict[str, list[str]] = {}
+        for name, value in [*self.fields, *more.items()]:
+            sent.setdefault(name, []).append(value)
+        return sent
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {k: v or "" for k, v in attrs}
         if tag == "form":
             self.action = values.get("action", "")
         elif tag == "input" and values.get("type") == "hidden":
-            self.fields[values["name"]] = values.get("value", "")
+            self.fields.append((values["name"], values.get("value", "")))
 
 
 async def log_in(url: str, broker: str, password: str = "demo") -> AuthorizationCodeResult:
@@ -80,7 +87,7 @@ async def logged_in_at(url: str, broker: str, password: str = "demo") -> str:
         origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
         sent = await browser.post(
             urljoin(url, form.action),
-            data={**form.fields, "broker": broker, "password": password},
+            data=form.data(broker=broker, password=password),
             headers={"Origin": origin},
         )
     if sent.status_code != 302:

@@ -117,3 +117,49 @@ def test_reading_a_binding_keeps_it_alive(run_on: Callable[[Check], None]) -> No
         assert await state.get("session:gone") is None
 
     run_on(check)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_memory_store_lets_go_of_what_expired_as_time_goes_on() -> None:
+    """25 000 short-lived entries (one flow each of an agent that then left), well below any
+    count that would trigger a sweep: once their time is up the store holds none of them."""
+    clock = _Clock()
+    state = MemoryStateStore(clock=clock)
+
+    async def main() -> None:
+        for n in range(25_000):
+            await state.set(f"cache:x:{n}", b"v" * 200, ttl=30)
+            clock.now += 0.01  # 250 s in all: the first ones expired long ago
+        assert len(state) < 3_100, len(state)  # the last 30 s of them, no more
+        clock.now += 31
+        await state.set("one-more", b"v")
+        assert len(state) == 1
+
+    asyncio.run(main())
+
+
+def test_the_memory_store_never_holds_more_than_its_bytes() -> None:
+    """Entries without an end (or living long) still cannot grow the process without bound:
+    past ``max_bytes`` the oldest written go first, the newest are kept."""
+    state = MemoryStateStore(max_bytes=1_000_000)
+
+    async def main() -> None:
+        for n in range(10_000):
+            await state.set(f"key:{n}", b"v" * 1000)
+            assert state.bytes <= state.max_bytes
+        assert await state.get("key:9999") == b"v" * 1000
+        assert await state.get("key:0") is None
+        # a key touched again and again leaves no pile of outdated expiries behind
+        await state.set("session", b"s", ttl=60)
+        for _ in range(50_000):
+            await state.get_and_touch("session", 60)
+        assert len(state._expiries) <= 2 * len(state) + 1024
+
+    asyncio.run(main())

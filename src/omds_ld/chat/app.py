@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import json
 import secrets
 import uuid
@@ -19,19 +21,21 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+import anyio.to_thread
 import httpx2
 import yaml
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, request_response
 from starlette.staticfiles import StaticFiles
 
-from omds_ld.chat.conversations import Conversations, owner_of
+from omds_ld.chat.conversations import MAX_BYTES, MAX_EVENTS, Conversations, owner_of
 from omds_ld.chat.login import BearerAuth, LoginFailed, Logins
-from omds_ld.chat.worker import TURN_END, USER, Workers, mcp_http
+from omds_ld.chat.worker import TURN_BUDGET, TURN_END, USER, Workers, mcp_http
 from omds_ld.scenarios.agents.models import INSTRUCTION, ModelAgent
 from omds_ld.scenarios.grader import grade
 from omds_ld.scenarios.protocol import MODEL_CALL, RUN_END, RUN_START, TOOL_CALL, now
@@ -47,8 +51,23 @@ class _Own:
 
     owner: str
     cid: str
-    events: list[dict[str, Any]]
+    count: int  # the events it has
+    full: bool  # too near its bound to take another call or turn
     payload: dict[str, Any]
+
+
+# what one job (a call by hand, a turn of the model within its budget) may add at most
+JOB_EVENTS = 2 * TURN_BUDGET.tool_calls + 20
+# the page's own headers: nothing but its own files, never in a frame
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
 
 
 SESSIONLESS = "2026-07-28"
@@ -72,6 +91,7 @@ class ChatPage:
         # where the MCP endpoints want tokens: brokers log in, their tokens stay on the server
         self.logins = logins
         self.workers = Workers(self.mcp_urls, conversations, agent, auth=self._auth)
+        self.key = conversations.key()  # signs the browser sessions' cookies
         self.static = resources.files("omds_ld.chat").joinpath("static")
 
     @contextlib.asynccontextmanager
@@ -110,9 +130,17 @@ class ChatPage:
 
     # the browser session and where a request comes from
 
-    @staticmethod
-    def _browser(request: Request) -> str | None:
-        return request.cookies.get(COOKIE)
+    def _browser(self, request: Request) -> str | None:
+        """The browser session of a request: a cookie this server issued (signed with the
+        store's key), or None; a value it never issued is no session."""
+        value = request.cookies.get(COOKIE) or ""
+        token, _, signature = value.partition(".")
+        if not token or not hmac.compare_digest(signature, self._sign(token)):
+            return None
+        return value
+
+    def _sign(self, token: str) -> str:
+        return hmac.new(self.key, token.encode(), hashlib.sha256).hexdigest()[:32]
 
     @staticmethod
     def _same_origin(request: Request) -> bool:
@@ -129,11 +157,15 @@ class ChatPage:
 
     async def page(self, request: Request) -> Response:
         html = self.static.joinpath("chat.html").read_text("utf-8")
-        response = HTMLResponse(html)
+        response = HTMLResponse(html, headers=PAGE_HEADERS)
         if not self._browser(request):
+            # Lax: a link from elsewhere brings the cookie along, so it is never replaced and
+            # the conversations stay; every change is checked for the page's own Origin
+            token = secrets.token_urlsafe(24)
             response.set_cookie(
-                COOKIE, secrets.token_urlsafe(24), httponly=True, samesite="strict", path="/chat"
-            )
+                COOKIE, f"{token}.{self._sign(token)}", httponly=True, samesite="lax",
+                path="/chat", secure=request.url.scheme == "https",
+            )  # fmt: skip
         return response
 
     # logging in, where the MCP endpoints want tokens
@@ -182,8 +214,11 @@ class ChatPage:
         browser = self._browser(request)
         if not self._same_origin(request) or not browser:
             return self._refused(403, "from the chat page of this server only")
+        owner = owner_of(browser)
         if self.logins is not None:
-            self.logins.forget(owner_of(browser))
+            await self.logins.forget(owner)
+        # the conversations' MCP sessions were the broker's: ended, made anew on the next job
+        await self.workers.close(owner)
         return Response(status_code=204)
 
     async def servers(self, request: Request) -> Response:
@@ -194,26 +229,21 @@ class ChatPage:
         owner = owner_of(self._browser(request) or "")
         out = []
         for name, url in self.mcp_urls.items():
-            auth = self._auth(owner, url)
-            async with contextlib.AsyncExitStack() as stack:
-                transport: Any = url
-                if auth is not None:
-                    http = await stack.enter_async_context(mcp_http(auth))
-                    transport = streamable_http_client(url, http_client=http)
-                client = await stack.enter_async_context(Client(transport, mode=SESSIONLESS))
-                tools = (await client.list_tools()).tools
-            out.append(
-                {
-                    "name": name,
-                    "displayName": self.display_names.get(name, name),
-                    "tools": [
-                        {"name": t.name, "title": t.title, "description": t.description,
-                         "inputSchema": t.input_schema,
-                         "readOnly": bool(t.annotations and t.annotations.read_only_hint)}
-                        for t in tools
-                    ],
-                }
-            )  # fmt: skip
+            listed: dict[str, Any] = {
+                "name": name, "displayName": self.display_names.get(name, name), "tools": []
+            }  # fmt: skip
+            try:
+                tools = await self._tools(owner, url)
+            except Exception as error:  # one server refusing or down is said, the others listed
+                listed["error"] = refusal_text(error)
+            else:
+                listed["tools"] = [
+                    {"name": t.name, "title": t.title, "description": t.description,
+                     "inputSchema": t.input_schema,
+                     "readOnly": bool(t.annotations and t.annotations.read_only_hint)}
+                    for t in tools
+                ]  # fmt: skip
+            out.append(listed)
         model = (
             {"name": self.agent.name, "instruction": INSTRUCTION, "priced": self.agent.price
              is not None}
@@ -224,6 +254,17 @@ class ChatPage:
         return JSONResponse(
             {"servers": out, "model": model, "broker": broker.subject if broker else None}
         )
+
+    async def _tools(self, owner: str, url: str) -> list[Any]:
+        """The tools an MCP server lists, asked in a request of its own (2026-07-28)."""
+        auth = self._auth(owner, url)
+        async with contextlib.AsyncExitStack() as stack:
+            transport: Any = url
+            if auth is not None:
+                http = await stack.enter_async_context(mcp_http(auth))
+                transport = streamable_http_client(url, http_client=http)
+            client = await stack.enter_async_context(Client(transport, mode=SESSIONLESS))
+            return list((await client.list_tools()).tools)
 
     # conversations
 
@@ -238,7 +279,9 @@ class ChatPage:
         first = {"event": RUN_START, "time": now(), "agent": model or "by hand",
                  "gen_ai.request.model": model, "servers": list(self.mcp_urls),
                  "settings": {"instruction": INSTRUCTION} if model else {}}  # fmt: skip
-        conversation = self.conversations.start(owner_of(browser), first)
+        conversation = await anyio.to_thread.run_sync(
+            self.conversations.start, owner_of(browser), first
+        )
         return JSONResponse({"id": conversation}, 201)
 
     async def read(self, request: Request) -> Response:
@@ -247,13 +290,20 @@ class ChatPage:
         if request.method == "DELETE":
             if not self._same_origin(request) or not browser:
                 return self._refused(403, "from the chat page of this server only")
-            gone = self.conversations.delete(cid, owner_of(browser))
+            gone = await anyio.to_thread.run_sync(self.conversations.delete, cid, owner_of(browser))
             return Response(status_code=204) if gone else self._refused(404, "no such conversation")
-        events = self._own_events(request)
-        if events is None:  # someone else's is as unknown as one that never was
+        rows = (
+            await anyio.to_thread.run_sync(self.conversations.rows, cid, owner_of(browser))
+            if browser
+            else None
+        )
+        if rows is None:  # someone else's is as unknown as one that never was
             return self._refused(404, "no such conversation")
-        return JSONResponse(
-            {"id": cid, "events": events, "usage": usage_of(events), "busy": self.workers.busy(cid)}
+        # the events as kept, put together as text: a long conversation parses nothing here
+        usage = usage_of([json.loads(r) for r in rows if f'"{MODEL_CALL}"' in r[:80]])
+        head = json.dumps({"id": cid, "usage": usage, "busy": self.workers.busy(cid)})
+        return Response(
+            head[:-1] + ', "events": [' + ",".join(rows) + "]}", media_type="application/json"
         )
 
     async def _changing(self, request: Request, logged_in: bool = False) -> _Own | Response:
@@ -264,8 +314,8 @@ class ChatPage:
         if not self._same_origin(request) or not browser:
             return self._refused(403, "from the chat page of this server only")
         owner, cid = owner_of(browser), request.path_params["cid"]
-        events = self.conversations.events(cid, owner)
-        if events is None:
+        size = await anyio.to_thread.run_sync(self.conversations.size, cid, owner)
+        if size is None:
             return self._refused(404, "no such conversation")
         if logged_in and (refused := self._must_log_in(request)) is not None:
             return refused
@@ -275,20 +325,31 @@ class ChatPage:
             return self._refused(400, "the body is no JSON")
         if not isinstance(payload, dict):
             return self._refused(400, "the body is no JSON object")
-        return _Own(owner, cid, events, payload)
+        count, held = size
+        full = count + JOB_EVENTS > MAX_EVENTS or held > MAX_BYTES * 0.9
+        return _Own(owner, cid, count, full, payload)
 
-    def _own_events(self, request: Request) -> list[dict[str, Any]] | None:
+    async def _events(self, cid: str, owner: str, after: int = -1) -> list[dict[str, Any]] | None:
+        """A conversation's events, read off the event loop (a long one takes a while)."""
+        return await anyio.to_thread.run_sync(self.conversations.events, cid, owner, after)
+
+    async def _own_events(self, request: Request) -> list[dict[str, Any]] | None:
         """The conversation's events if it is this browser session's; None for anyone else."""
         browser = self._browser(request)
-        return (
-            self.conversations.events(request.path_params["cid"], owner_of(browser))
-            if browser
-            else None
+        if not browser:
+            return None
+        return await self._events(request.path_params["cid"], owner_of(browser))
+
+    def _full(self, own: _Own) -> Response:
+        return self._refused(
+            409,
+            f"this conversation holds {own.count} events, as many as one may; start a new one "
+            "(download this one as its protocol first)",
         )
 
     async def protocol(self, request: Request) -> Response:
         """The conversation as a protocol file of the scenario checker (JSONL)."""
-        events = self._own_events(request)
+        events = await self._own_events(request)
         if events is None:
             return self._refused(404, "no such conversation")
         body = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)
@@ -305,7 +366,7 @@ class ChatPage:
         own = await self._changing(request)
         if isinstance(own, Response):
             return own
-        events, payload = own.events, own.payload
+        events, payload = await self._events(own.cid, own.owner) or [], own.payload
         task = str(payload.get("task") or "").strip()
         if not task:
             return self._refused(422, "a scenario needs the task, in words")
@@ -322,6 +383,8 @@ class ChatPage:
         own = await self._changing(request, logged_in=True)
         if isinstance(own, Response):
             return own
+        if own.full:
+            return self._full(own)
         owner, cid, payload = own.owner, own.cid, own.payload
         server, tool = payload.get("server"), payload.get("tool")
         arguments = payload.get("arguments") or {}
@@ -335,8 +398,8 @@ class ChatPage:
             )
         try:
             event = await self.workers.call(cid, owner, server, tool, arguments)
-        except Exception as error:  # the MCP server could not be reached
-            return self._refused(502, f"{server}'s MCP server: {type(error).__name__}: {error}")
+        except Exception as error:  # the MCP server could not be reached, or refused
+            return self._refused(502, f"{server}'s MCP server: {refusal_text(error)}")
         return JSONResponse(event)
 
     async def say(self, request: Request) -> Response:
@@ -349,18 +412,24 @@ class ChatPage:
                 409,
                 "no model is configured (omds-ld serve --chat-model …); follow the steps by hand",
             )
+        if own.full:
+            return self._full(own)
         text = str(own.payload.get("text") or "").strip()
         if not text:
             return self._refused(422, "a message needs text")
         self.workers.say(own.cid, own.owner, text)
-        return JSONResponse({"after": len(own.events) - 1}, 202)
+        return JSONResponse({"after": own.count - 1}, 202)
 
     async def stream(self, request: Request) -> Response:
         """The conversation's events after ``after`` (or the Last-Event-ID), as server-sent events
         while the conversation is busy; then ``idle`` and the stream ends."""
-        if self._own_events(request) is None:
+        browser = self._browser(request)
+        owner, cid = owner_of(browser or ""), request.path_params["cid"]
+        if (
+            not browser
+            or await anyio.to_thread.run_sync(self.conversations.size, cid, owner) is None
+        ):
             return self._refused(404, "no such conversation")
-        owner, cid = owner_of(self._browser(request) or ""), request.path_params["cid"]
         try:
             after = int(request.headers.get("last-event-id") or request.query_params["after"])
         except (KeyError, ValueError):
@@ -372,9 +441,10 @@ class ChatPage:
             while True:
                 changed = self.workers.changes(cid)
                 busy = self.workers.busy(cid)
-                found = self.conversations.events(cid, owner) or []
-                for index in range(after + 1, len(found)):
-                    data = json.dumps({**found[index], "index": index}, ensure_ascii=False)
+                for index, event in enumerate(
+                    await self._events(cid, owner, after) or [], after + 1
+                ):
+                    data = json.dumps({**event, "index": index}, ensure_ascii=False)
                     yield ServerSentEvent(data=data, id=str(index))
                     after = index
                 serial, text = self.workers.partial(cid)
@@ -398,7 +468,7 @@ class ChatPage:
         own = await self._changing(request)
         if isinstance(own, Response):
             return own
-        events, payload = own.events, own.payload
+        events, payload = await self._events(own.cid, own.owner) or [], own.payload
         said = [str(e.get("text", "")) for e in events if e.get("event") == USER]
         task = str(payload.get("task") or (said[0] if said else "")).strip()
         expected = payload.get("premium")
@@ -423,6 +493,25 @@ class ChatPage:
                 ],
             }
         )  # fmt: skip
+
+
+def refusal_text(error: BaseException) -> str:
+    """What a person reads when an MCP server cannot be used: its own words of refusal (the
+    JSON-RPC error it answered, and when to retry), or what went wrong on the way."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if isinstance(error, MCPError):  # the server answered with a JSON-RPC error
+        return f"refused: {error}"
+    response = getattr(error, "response", None)
+    status = getattr(response, "status_code", None)
+    if response is None or not isinstance(status, int):
+        return f"{type(error).__name__}: {error}"
+    try:
+        said = str(json.loads(response.content)["error"]["message"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        said = f"HTTP {status}"
+    wait = response.headers.get("retry-after")
+    return f"refused ({status}): {said}" + (f"; retry in {wait} s" if wait else "")
 
 
 def as_protocol(events: list[dict[str, Any]], scenario: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,10 +1,15 @@
 """Conversations kept in the embedded store: each a protocol in the scenario checker's format,
-owned by the browser session that started it (a restart keeps them; they can be deleted)."""
+owned by the browser session that started it (a restart keeps them; they can be deleted).
+
+One row per event: adding an event costs the same whatever the conversation's length, and a
+reader asks for the events after the last one it has. A conversation is bounded: at most
+``MAX_EVENTS`` events and ``MAX_BYTES`` of them."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import threading
 import time
 import uuid
@@ -18,7 +23,18 @@ CREATE TABLE IF NOT EXISTS chat_conversations (
     id TEXT PRIMARY KEY, owner TEXT NOT NULL, created REAL NOT NULL, events TEXT NOT NULL,
     history TEXT
 );
+CREATE TABLE IF NOT EXISTS chat_keys (name TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS chat_events (
+    conversation TEXT NOT NULL, idx INTEGER NOT NULL, event TEXT NOT NULL,
+    PRIMARY KEY (conversation, idx)
+);
 """
+MAX_EVENTS = 2000
+MAX_BYTES = 16 * 1024 * 1024
+
+
+class ConversationFull(Exception):
+    """The conversation holds as much as a conversation may: start a new one."""
 
 
 def owner_of(browser_session: str) -> str:
@@ -36,44 +52,113 @@ class Conversations:
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(chat_conversations)")}
         if "history" not in columns:  # a store from before the page could chat with a model
             self._db.execute("ALTER TABLE chat_conversations ADD COLUMN history TEXT")
+        for column in ("size", "count"):
+            if column not in columns:
+                self._db.execute(
+                    f"ALTER TABLE chat_conversations ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0"
+                )
+        self._move_old_events()
+
+    def _move_old_events(self) -> None:
+        """A store from before one row per event: its conversations' events move to rows."""
+        with self._lock, transaction(self._db) as db:
+            for cid, events in db.execute(
+                "SELECT id, events FROM chat_conversations WHERE events != '[]'"
+            ).fetchall():
+                rows = [json.dumps(e, ensure_ascii=False) for e in json.loads(events)]
+                db.executemany(
+                    "INSERT OR IGNORE INTO chat_events VALUES (?,?,?)",
+                    [(cid, index, row) for index, row in enumerate(rows)],
+                )
+                db.execute(
+                    "UPDATE chat_conversations SET events='[]', count=?, size=? WHERE id=?",
+                    (len(rows), sum(map(len, rows)), cid),
+                )
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
+    def key(self) -> bytes:
+        """The page's key for signing browser sessions, made once and kept (a restart keeps
+        every browser's conversations)."""
+        with self._lock, transaction(self._db) as db:
+            row = db.execute("SELECT value FROM chat_keys WHERE name='cookies'").fetchone()
+            if row is not None:
+                return bytes(row[0])
+            made = secrets.token_bytes(32)
+            db.execute("INSERT INTO chat_keys VALUES ('cookies', ?)", (made,))
+            return made
+
     def start(self, owner: str, first: dict[str, Any]) -> str:
         conversation = uuid.uuid4().hex
-        with self._lock:
-            self._db.execute(
-                "INSERT INTO chat_conversations (id, owner, created, events) VALUES (?,?,?,?)",
-                (conversation, owner, time.time(), json.dumps([first])),
+        row = json.dumps(first, ensure_ascii=False, default=str)
+        with self._lock, transaction(self._db) as db:
+            db.execute(
+                "INSERT INTO chat_conversations (id, owner, created, events, count, size) "
+                "VALUES (?,?,?,'[]',1,?)",
+                (conversation, owner, time.time(), len(row)),
             )
+            db.execute("INSERT INTO chat_events VALUES (?,0,?)", (conversation, row))
         return conversation
 
-    def events(self, conversation: str, owner: str) -> list[dict[str, Any]] | None:
-        """The conversation's events, or None if it is not this owner's (or does not exist)."""
+    def size(self, conversation: str, owner: str) -> tuple[int, int] | None:
+        """How many events the conversation has and their bytes; None if not this owner's."""
         with self._lock:
             row = self._db.execute(
-                "SELECT events FROM chat_conversations WHERE id=? AND owner=?",
+                "SELECT count, size FROM chat_conversations WHERE id=? AND owner=?",
                 (conversation, owner),
             ).fetchone()
-        return None if row is None else list(json.loads(row[0]))
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def events(self, conversation: str, owner: str, after: int = -1) -> list[dict[str, Any]] | None:
+        """The conversation's events after index ``after`` (all of them by default), or None
+        if it is not this owner's (or does not exist)."""
+        with self._lock:
+            if not self._db.execute(
+                "SELECT 1 FROM chat_conversations WHERE id=? AND owner=?", (conversation, owner)
+            ).fetchone():
+                return None
+            rows = self._db.execute(
+                "SELECT event FROM chat_events WHERE conversation=? AND idx>? ORDER BY idx",
+                (conversation, after),
+            ).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
+    def rows(self, conversation: str, owner: str) -> list[str] | None:
+        """The conversation's events as kept (one JSON text each), for sending on unread."""
+        with self._lock:
+            if not self._db.execute(
+                "SELECT 1 FROM chat_conversations WHERE id=? AND owner=?", (conversation, owner)
+            ).fetchone():
+                return None
+            rows = self._db.execute(
+                "SELECT event FROM chat_events WHERE conversation=? ORDER BY idx", (conversation,)
+            ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def append(self, conversation: str, owner: str, event: dict[str, Any]) -> int | None:
-        """Add an event; its index in the conversation, or None if the conversation is gone."""
+        """Add an event; its index in the conversation, or None if the conversation is gone.
+        ConversationFull past ``MAX_EVENTS`` or ``MAX_BYTES``."""
+        row = json.dumps(event, ensure_ascii=False, default=str)
         with self._lock, transaction(self._db) as db:
-            row = db.execute(
-                "SELECT events FROM chat_conversations WHERE id=? AND owner=?",
+            found = db.execute(
+                "SELECT count, size FROM chat_conversations WHERE id=? AND owner=?",
                 (conversation, owner),
             ).fetchone()
-            if row is None:
+            if found is None:
                 return None
-            events = [*json.loads(row[0]), event]
+            count, size = int(found[0]), int(found[1])
+            if count >= MAX_EVENTS or size + len(row) > MAX_BYTES:
+                raise ConversationFull(
+                    f"the conversation holds {count} events ({size} bytes), as many as one may"
+                )
+            db.execute("INSERT INTO chat_events VALUES (?,?,?)", (conversation, count, row))
             db.execute(
-                "UPDATE chat_conversations SET events=? WHERE id=?",
-                (json.dumps(events, ensure_ascii=False, default=str), conversation),
+                "UPDATE chat_conversations SET count=?, size=? WHERE id=?",
+                (count + 1, size + len(row), conversation),
             )
-        return len(events) - 1
+        return count
 
     def history(self, conversation: str, owner: str) -> list[dict[str, Any]] | None:
         """What the model has been told so far, in its provider's format (None: nothing yet)."""
@@ -92,8 +177,10 @@ class Conversations:
             )
 
     def delete(self, conversation: str, owner: str) -> bool:
-        with self._lock:
-            cursor = self._db.execute(
+        with self._lock, transaction(self._db) as db:
+            cursor = db.execute(
                 "DELETE FROM chat_conversations WHERE id=? AND owner=?", (conversation, owner)
             )
+            if cursor.rowcount == 1:
+                db.execute("DELETE FROM chat_events WHERE conversation=?", (conversation,))
         return cursor.rowcount == 1

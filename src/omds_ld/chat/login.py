@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +29,7 @@ from omds_ld.auth.tokens import SCOPES
 
 RENEW_BEFORE_SECONDS = 30
 PENDING_SECONDS = 600  # a login started and not finished is forgotten after this
+MAX_PENDING = 1000  # logins started and not finished, at most: past it the oldest is forgotten
 
 
 class LoginFailed(Exception):
@@ -59,8 +62,24 @@ class BrokerTokens:
         self._refresh = refresh_token
         self._tokens = tokens
         self._lock = asyncio.Lock()
+        self.revoked = False
+
+    async def revoke(self) -> None:
+        """Logged out: the grant is revoked at the authorization server (RFC 7009; every refresh
+        token of it), the access tokens dropped; nothing of this broker is used again."""
+        self.revoked = True
+        self._tokens.clear()
+        async with self._lock:
+            with contextlib.suppress(httpx.HTTPError):
+                await self.http.post(
+                    f"{self.settings.issuer}/revoke",
+                    data={"token": self._refresh, "token_type_hint": "refresh_token"},
+                    auth=(self.settings.client_id, self.settings.client_secret),
+                )
 
     async def token(self, resource: str) -> str:
+        if self.revoked:
+            raise LoginFailed("logged out: log in again")
         kept = self._tokens.get(resource)
         if kept and kept[1] - RENEW_BEFORE_SECONDS > time.time():
             return kept[0]
@@ -107,22 +126,27 @@ class Logins:
     def __init__(self, settings: LoginSettings, http: httpx.AsyncClient) -> None:
         self.settings = settings
         self.http = http
-        self._pending: dict[str, tuple[str, str, float]] = {}  # state → owner, verifier, when
+        # state → owner, verifier, when: in the order started, so the oldest are at the front
+        self._pending: OrderedDict[str, tuple[str, str, float]] = OrderedDict()
         self._brokers: dict[str, BrokerTokens] = {}
 
     def of(self, owner: str) -> BrokerTokens | None:
         return self._brokers.get(owner)
 
-    def forget(self, owner: str) -> None:
-        self._brokers.pop(owner, None)
+    async def forget(self, owner: str) -> None:
+        """Log the browser session's broker out: its grant revoked, its tokens gone."""
+        broker = self._brokers.pop(owner, None)
+        if broker is not None:
+            await broker.revoke()
 
     def start(self, owner: str) -> str:
         """Where to send the browser to log in (PKCE S256, every MCP endpoint as a resource)."""
         now = time.time()
-        for state in [
-            s for s, (_, _, when) in self._pending.items() if now - when > PENDING_SECONDS
-        ]:
-            del self._pending[state]
+        while self._pending and (
+            len(self._pending) >= MAX_PENDING
+            or now - next(iter(self._pending.values()))[2] > PENDING_SECONDS
+        ):
+            self._pending.popitem(last=False)
         state, verifier = secrets.token_urlsafe(24), secrets.token_urlsafe(48)
         self._pending[state] = (owner, verifier, now)
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
@@ -138,7 +162,7 @@ class Logins:
     async def finish(self, owner: str, code: str, state: str) -> BrokerTokens:
         """Redeem the code the browser came back with: a token for each MCP endpoint."""
         pending = self._pending.pop(state, None)
-        if pending is None or pending[0] != owner:
+        if pending is None or pending[0] != owner or time.time() - pending[2] > PENDING_SECONDS:
             raise LoginFailed("this login was not started here, or has expired; log in again")
         first, *others = self.settings.resources
         answer = await _token_request(

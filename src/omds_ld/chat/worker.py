@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,12 +21,13 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from omds_ld.chat.conversations import Conversations
+from omds_ld.chat.conversations import ConversationFull, Conversations
 from omds_ld.scenarios.agents.models import ModelAgent
 from omds_ld.scenarios.protocol import FINAL, MODEL_CALL, TOOL_CALL, TOOLS_LIST, now
 from omds_ld.scenarios.scenario import Budget
 from omds_ld.scenarios.session import AgentGaveUp, BudgetExceeded, RunSession, result_text
 
+log = logging.getLogger("omds_ld.chat")
 USER = "gen_ai.user.message"
 TURN_END = "chat.turn.end"
 # What one turn of the model may spend before it is stopped (the page says so when it happens)
@@ -46,7 +48,11 @@ class ConversationWriter:
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         entry = {"event": event, "time": now(), **fields}
-        entry["index"] = self.conversations.append(self.cid, self.owner, entry)
+        try:
+            entry["index"] = self.conversations.append(self.cid, self.owner, entry)
+        except ConversationFull as full:  # the page refuses new jobs well before: never lost
+            log.warning("conversation %s: %s; %s not kept", self.cid[:8], full, event)
+            entry["index"] = None
         self.changed(event)
         return entry
 
@@ -168,9 +174,15 @@ class Workers:
         worker.pending += 1
         worker.queue.put_nowait(_Say(text))
 
-    async def close(self) -> None:
-        """Stop every worker (the server is shutting down); their sessions are closed."""
-        tasks = [w.task for w in self._workers.values() if w.task is not None]
+    async def close(self, owner: str | None = None) -> None:
+        """Stop every worker (the server is shutting down), or those of one browser session
+        (its broker logged out); their MCP sessions are closed. The next job of a conversation
+        starts a worker anew, as whoever is logged in then."""
+        tasks = [
+            w.task
+            for w in self._workers.values()
+            if w.task is not None and (owner is None or w.owner == owner)
+        ]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

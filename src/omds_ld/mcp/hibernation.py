@@ -33,6 +33,23 @@ from pydantic import ValidationError
 log = logging.getLogger("omds_ld.mcp")
 
 
+def prepare(manager: StreamableHTTPSessionManager) -> None:
+    """Make the manager's discarding of a session forget the session only if it still is the
+    transport discarded. The SDK forgets by id, which is right while an id is never used twice;
+    a revived session reuses its id, and the task of the transport it had before ends a moment
+    after hibernation: forgetting by id would then forget the revived session under its feet."""
+    discard = manager._discard_session
+
+    async def discard_own(session_id: str, transport: StreamableHTTPServerTransport) -> None:
+        if manager._server_instances.get(session_id) is transport:
+            await discard(session_id, transport)
+        elif not transport.is_terminated:
+            with anyio.CancelScope(shield=True):
+                await transport.terminate()
+
+    manager._discard_session = discard_own  # type: ignore[method-assign]
+
+
 def live(manager: StreamableHTTPSessionManager) -> int:
     """How many sessions the SDK holds state for now."""
     return len(manager._server_instances)

@@ -21,8 +21,9 @@ MAX_LINE = 8 * 1024
 class RequestLog:
     """Appends entries to a JSONL file, or to the ``omds_ld.requests`` logger (stderr)."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, labels: metrics.Labels | None = None) -> None:
         self.path = path
+        self.labels = labels or metrics.Labels.of((), (), ())
         self._lock = threading.Lock()
         self._out: TextIO | None = None
         if path is not None:
@@ -30,7 +31,7 @@ class RequestLog:
             self._out = path.open("a", encoding="utf-8")
 
     def write(self, entry: Mapping[str, Any]) -> None:
-        metrics.observe_call(entry)
+        metrics.observe_call(entry, self.labels)
         # ASCII: a name a caller sent (a lone surrogate, say) cannot break the line
         line = json.dumps(entry, separators=(",", ":"), default=str)
         if len(line) > MAX_LINE:  # names only, so never in practice: but no call floods the log

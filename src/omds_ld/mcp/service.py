@@ -8,6 +8,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -51,7 +52,10 @@ def build_connectors(
 ) -> dict[str, Connector]:
     """One connector per configured instance, all on one state store and transport
     (``token_http`` reaches the insurer's authorization server, if not over the network)."""
-    request_log = RequestLog(config.request_log)
+    labels = metrics.Labels.of(
+        [i.name for i in config.instances], norm.operations, norm.problem_types
+    )
+    request_log = RequestLog(config.request_log, labels)
     return {
         i.name: _connector(i, config, norm, state, transport, request_log, token_http)
         for i in config.instances
@@ -163,13 +167,54 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+class _Refused(Exception):
+    """A step refuses the request: the JSON-RPC error answered, with its HTTP status."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+        code: int = -32000,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers, self.code = status, message, headers, code
+        self.reason = reason  # counted as a refused identity, by this reason
+
+
+@dataclass
+class _Exchange:
+    """One HTTP request at an MCP endpoint, as its steps learn it."""
+
+    scope: Scope
+    receive: Receive
+    send: Send
+    request: Request
+    identity: Identity | None = None
+    client: str = "unknown"  # who opens sessions, for their caps: the broker, or the address
+    session: str | None = None
+    initialize: str = ""  # what the session's client said in its initialize, kept with it
+    opening: dict[str, Any] = field(default_factory=dict)  # a new session's initialize
+
+    @property
+    def subject(self) -> str:
+        return self.identity.subject if self.identity is not None else ""
+
+
 class SessionBinding:
     """In front of one connector's endpoint: Host and Origin checked, sessions kept to their owner,
     hostile tool calls answered before the SDK parses them.
 
+    A request goes through named steps, in this order (``__call__``): admission (Host, Origin,
+    who calls), the session it names (bound here, owned by the caller, ended or revived), its
+    body (size, the cap on new sessions, the write scope, hostile arguments), and the binding of
+    a session the SDK opens in its answer. Each step refuses by raising ``_Refused``.
+
     A session opened here is bound to this connector for ``ttl`` seconds after its last request.
     Used at another connector's address it is refused with the name of its owner; after the
-    binding lapses the session is unknown (404).
+    binding lapses the session is unknown (404). A session is in flight from the moment its
+    request arrives until its answer is sent, and is never hibernated while in flight.
 
     A tools/call whose arguments no request may carry (a lone surrogate, a control character,
     nesting too deep: ``omds_ld.norm.hygiene``) gets the connector's tool error for it here, the
@@ -198,11 +243,13 @@ class SessionBinding:
         self.required = required  # False: a token sent is checked, none is anonymous (demo)
         self.refused = refused or metrics.refused
         self.allowlist = Allowlist(http.hosts, http.origins)
-        # the sessions opened here and not lapsed: id → (client address, last request)
+        # the sessions opened here and not lapsed: id → (who opened it, last request)
         self.open: dict[str, tuple[str, float]] = {}
         # requests of a session in flight now (a GET stream is in flight while it is open)
         self.in_flight: dict[str, int] = {}
         self.manager = manager  # the SDK's, for hibernating idle sessions and reviving them
+        # sessions whose SDK state is being let go now: a request for one waits until it is gone
+        self.hibernating: dict[str, asyncio.Event] = {}
         metrics.open_sessions(name, lambda: len(self.open))
         if manager is not None:
             metrics.live_sessions(name, lambda: hibernation.live(manager))
@@ -211,222 +258,255 @@ class SessionBinding:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
+        exchange = _Exchange(scope, receive, send, Request(scope))
+        try:
+            await self._admit(exchange)
+            exchange.session = exchange.request.headers.get(SESSION_HEADER) or None
+            if exchange.session is None:
+                if await self._read_body(exchange):
+                    return
+                await self.app(scope, exchange.receive, self._binding(exchange))
+                return
+            self._hold(exchange.session)
+            try:
+                if await self._continue_session(exchange):
+                    return
+                if await self._read_body(exchange):
+                    return
+                await self.app(scope, exchange.receive, send)
+            finally:
+                self._release(exchange.session)
+        except _Refused as refusal:
+            if refusal.reason:
+                self.refused(self.name, refusal.reason)
+            await _refuse(send, refusal.status, refusal.message, refusal.headers, refusal.code)
+
+    # admission: who may send anything here at all
+
+    async def _admit(self, exchange: _Exchange) -> None:
+        """Host and Origin exactly as allowed; the caller's token checked (where one is
+        required, or sent)."""
+        request = exchange.request
         if not self.allowlist.allows_host(request.headers.get("host")):
-            await _refuse(
-                send, 421, "Invalid Host header; this endpoint accepts only allowed hosts"
-            )
-            return
+            raise _Refused(421, "Invalid Host header; this endpoint accepts only allowed hosts")
         if not self.allowlist.allows_origin(request.headers.get("origin")):
-            await _refuse(
-                send, 403, "Invalid Origin header; this endpoint accepts only allowed origins"
-            )
-            return
-        identity: Identity | None = None
+            raise _Refused(403, "Invalid Origin header; this endpoint accepts only allowed origins")
         if self.guard is not None and (self.required or "authorization" in request.headers):
             found = await self.guard.identify(request.headers)
             if isinstance(found, Refusal):
-                self.refused(self.name, found.reason)
-                await _refuse(send, found.status, found.message, found.headers)
-                return
-            identity = found
-            state = scope.setdefault("state", {})
-            state[IDENTITY] = identity
+                raise _Refused(found.status, found.message, found.headers, reason=found.reason)
+            exchange.identity = found
+            state = exchange.scope.setdefault("state", {})
+            state[IDENTITY] = found
             state[TOKEN] = request.headers["authorization"].partition(" ")[2].strip()
-            state["broker"] = identity.subject  # the access log's, like the interfaces'
-        subject = identity.subject if identity is not None else ""
-        session = request.headers.get(SESSION_HEADER)
-        ttl = self.http.session_binding_seconds
-        # who opens sessions, for their caps: the broker, or else the client's address
-        client = subject or (request.client.host if request.client else "unknown")
-        if not session and request.method == "POST":
-            refused = self._session_cap(client)
-            if refused is not None:
-                status, message, wait = refused
-                await _refuse(send, status, message, {"Retry-After": str(wait)})
-                return
-        if session:
-            key = f"session:{session}"
-            try:
-                owner = await self.bindings.get_and_touch(key, ttl)
-            except StateUnavailable as failure:
-                log.warning("%s: session binding not read: %s", self.name, failure)
-                await _refuse(
-                    send, 503, "Service unavailable for a moment: session state cannot be read"
-                )
-                return
-            if owner is None:
-                await _refuse(
-                    send, 404, "Session not found: unknown or expired; initialize a new session"
-                )
-                return
-            owner_name, _, rest = owner.decode().partition("\n")
-            owner_subject, _, initialize = rest.partition("\n")
-            if owner_name == self.name and owner_subject != subject:
-                # another broker's session is as unknown as one that never was
-                self.refused(self.name, "session")
-                await _refuse(
-                    send, 404, "Session not found: unknown, expired or not yours; initialize one"
-                )
-                return
-            if owner_name != self.name:
-                await _refuse(
-                    send,
-                    404,
-                    f"Session belongs to the connector {owner_name!r} "
-                    f"({self.http.path(owner_name)}), not to {self.name!r}; "
-                    "initialize a new session here",
-                )
-                return
-            if request.method == "DELETE":
-                self.open.pop(session, None)
-                with contextlib.suppress(StateUnavailable):  # it lapses on its own
-                    await self.bindings.delete(key)
-                if self.manager is not None and not hibernation.is_live(self.manager, session):
-                    # a hibernated session has nothing more to end than its binding
-                    await send({"type": "http.response.start", "status": 200, "headers": []})
-                    await send({"type": "http.response.body", "body": b""})
-                    return
-            else:
-                self.open[session] = (self.open.get(session, (client, 0.0))[0], time.monotonic())
-                if self.manager is not None and not hibernation.is_live(self.manager, session):
-                    version = request.headers.get("mcp-protocol-version") or ""
-                    await hibernation.revive(
-                        self.manager,
-                        session,
-                        version or _negotiated(initialize),
-                        json.loads(initialize) if initialize else None,
-                    )
+            state["broker"] = found.subject  # the access log's, like the interfaces'
+        exchange.client = exchange.subject or (request.client.host if request.client else "unknown")
 
-        opening: dict[str, Any] = {}  # an initialize's parameters, kept with the binding
-        if request.method == "POST" and self.connector is not None:
-            body = await _read_all(receive, self.http.max_body_bytes)
-            if body is None:
-                await _refuse(send, 413, "Request body too large")
-                return
-            if not session:
-                opening = _initialize_params(body)
-            guard = self.guard
-            if (
-                guard is not None
-                and identity is not None
-                and not identity.allows(guard.write_scope)
-                and self._changes_a_case(body)
-            ):
-                refusal = guard.insufficient(guard.write_scope)
-                self.refused(self.name, refusal.reason)
-                await _refuse(send, refusal.status, refusal.message, refusal.headers)
-                return
-            if await self._answer_hostile(body, session, client, send, subject):
-                return
-            receive = _replaying(body, receive)
+    # the session a request names
+
+    def _hold(self, session: str) -> None:
+        """The session is in flight from now: no sweep hibernates it under the request."""
+        self.in_flight[session] = self.in_flight.get(session, 0) + 1
+
+    def _release(self, session: str) -> None:
+        left = self.in_flight.pop(session, 1) - 1
+        if left:
+            self.in_flight[session] = left
+        if session in self.open:
+            self.open[session] = (self.open[session][0], time.monotonic())
+
+    async def _continue_session(self, exchange: _Exchange) -> bool:
+        """The session's binding read: it must be this connector's and the caller's. A DELETE
+        ends it; any other request revives it if it hibernated. True if answered here."""
+        session = exchange.session
+        assert session is not None
+        key = f"session:{session}"
+        try:
+            owner = await self.bindings.get_and_touch(key, self.http.session_binding_seconds)
+        except StateUnavailable as failure:
+            log.warning("%s: session binding not read: %s", self.name, failure)
+            raise _Refused(
+                503, "Service unavailable for a moment: session state cannot be read"
+            ) from None
+        if owner is None:
+            raise _Refused(404, "Session not found: unknown or expired; initialize a new session")
+        owner_name, _, rest = owner.decode().partition("\n")
+        owner_subject, _, exchange.initialize = rest.partition("\n")
+        if owner_name == self.name and owner_subject != exchange.subject:
+            # another broker's session is as unknown as one that never was
+            raise _Refused(
+                404,
+                "Session not found: unknown, expired or not yours; initialize one",
+                reason="session",
+            )
+        if owner_name != self.name:
+            raise _Refused(
+                404,
+                f"Session belongs to the connector {owner_name!r} "
+                f"({self.http.path(owner_name)}), not to {self.name!r}; "
+                "initialize a new session here",
+            )
+        going = self.hibernating.get(session)
+        if going is not None:  # swept just before this request came: revive it once it is gone
+            await going.wait()
+        live = self.manager is None or hibernation.is_live(self.manager, session)
+        if exchange.request.method == "DELETE":
+            self.open.pop(session, None)
+            with contextlib.suppress(StateUnavailable):  # it lapses on its own
+                await self.bindings.delete(key)
+            if not live:  # a hibernated session has nothing more to end than its binding
+                await exchange.send({"type": "http.response.start", "status": 200, "headers": []})
+                await exchange.send({"type": "http.response.body", "body": b""})
+                return True
+            return False
+        self.open[session] = (self.open.get(session, (exchange.client, 0.0))[0], time.monotonic())
+        if not live and self.manager is not None:
+            version = exchange.request.headers.get("mcp-protocol-version") or ""
+            initialize = exchange.initialize
+            await hibernation.revive(
+                self.manager,
+                session,
+                version or _negotiated(initialize),
+                json.loads(initialize) if initialize else None,
+            )
+        return False
+
+    # the body
+
+    async def _read_body(self, exchange: _Exchange) -> bool:
+        """A POST's body, read whole within its size: a new session's initialize within the
+        caps, a change with the write scope, hostile arguments answered as the tool error they
+        are (True: answered here). The SDK then gets the body as it came."""
+        if exchange.request.method != "POST" or self.connector is None:
+            return False
+        body = await _read_all(exchange.receive, self.http.max_body_bytes)
+        if body is None:
+            raise _Refused(413, "Request body too large")
+        message = _message(body)
+        if exchange.session is None and _method(message) == "initialize":
+            self._session_cap(exchange.client)
+            exchange.opening = _initialize_params(message)
+        guard, identity = self.guard, exchange.identity
+        if (
+            guard is not None
+            and identity is not None
+            and not identity.allows(guard.write_scope)
+            and self._changes_a_case(message)
+        ):
+            refusal = guard.insufficient(guard.write_scope)
+            raise _Refused(refusal.status, refusal.message, refusal.headers, reason=refusal.reason)
+        if await self._answer_hostile(body, message, exchange):
+            return True
+        exchange.receive = _replaying(body, exchange.receive)
+        return False
+
+    # a new session
+
+    def _binding(self, exchange: _Exchange) -> Send:
+        """A send that binds the session the SDK opens in its answer (if it opens one) to this
+        connector and the caller, with the client's initialize."""
+        send, client, subject = exchange.send, exchange.client, exchange.subject
 
         async def bind(message: Message) -> None:
-            if message["type"] == "http.response.start" and not session:
+            if message["type"] == "http.response.start":
                 for header, value in message.get("headers", []):
                     if header.decode().lower() == SESSION_HEADER:
-                        self.open[value.decode()] = (client, time.monotonic())
+                        session = value.decode()
+                        self.open[session] = (client, time.monotonic())
                         try:
                             await self.bindings.set(
-                                f"session:{value.decode()}",
-                                f"{self.name}\n{subject}\n{json.dumps(opening)}".encode(),
-                                ttl,
+                                f"session:{session}",
+                                f"{self.name}\n{subject}\n{json.dumps(exchange.opening)}".encode(),
+                                self.http.session_binding_seconds,
                             )
                         except StateUnavailable as failure:  # unbound: the next request is 404
                             log.warning("%s: session not bound: %s", self.name, failure)
             await send(message)
 
-        if not session:
-            await self.app(scope, receive, bind)
-            return
-        self.in_flight[session] = self.in_flight.get(session, 0) + 1
-        try:
-            await self.app(scope, receive, bind)
-        finally:
-            left = self.in_flight.pop(session, 1) - 1
-            if left:
-                self.in_flight[session] = left
-            if session in self.open:
-                self.open[session] = (self.open[session][0], time.monotonic())
+        return bind
 
     async def hibernate_idle(self) -> int:
-        """Let go of the SDK state of sessions idle longer than ``hibernate_seconds``."""
+        """Let go of the SDK state of sessions idle longer than ``hibernate_seconds``; a session
+        with a request in flight (or one that came while this ran) is never idle."""
         if self.manager is None or self.http.hibernate_seconds <= 0:
             return 0
-        now = time.monotonic()
         done = 0
-        for session, (_, last) in list(self.open.items()):
-            idle = now - last > self.http.hibernate_seconds
-            if idle and not self.in_flight.get(session):
-                done += await hibernation.hibernate(self.manager, session)
+        for session in list(self.open):
+            opened = self.open.get(session)  # read now: a request may have come meanwhile
+            if opened is None or self.in_flight.get(session):
+                continue
+            if time.monotonic() - opened[1] > self.http.hibernate_seconds:
+                going = self.hibernating[session] = asyncio.Event()
+                try:
+                    done += await hibernation.hibernate(self.manager, session)
+                finally:
+                    del self.hibernating[session]
+                    going.set()
         return done
 
-    def _changes_a_case(self, body: bytes) -> bool:
+    def _changes_a_case(self, message: Any) -> bool:
         """Whether the message calls a tool that creates or edits (such needs omds-ld.write)."""
         assert self.connector is not None
-        try:
-            message = json.loads(body)
-        except (ValueError, RecursionError):
-            return False  # answered as what it is further on
-        if not isinstance(message, dict) or message.get("method") != "tools/call":
+        if _method(message) != "tools/call":
             return False
         params = message.get("params")
         name = str(params.get("name", "")) if isinstance(params, dict) else ""
         operation = self.connector.norm.operations.get(name)
         return operation is not None and operation.kind in ("create", "edit")
 
-    def _session_cap(self, client: str) -> tuple[int, str, int] | None:
-        """Whether a new session may open: None, or the status, message and seconds to wait."""
+    def _session_cap(self, client: str) -> None:
+        """Whether a new session may open here (an initialize; nothing else opens one): within
+        the endpoint's cap of open sessions, and the caller's of live ones; else refused with
+        the seconds until a slot frees."""
         now = time.monotonic()
         ttl = self.http.session_binding_seconds
         for lapsed in [s for s, (_, last) in self.open.items() if now - last > ttl]:
             del self.open[lapsed]
         if len(self.open) >= self.http.max_sessions:
             oldest = min(last for _, last in self.open.values())
-            return (
+            raise _Refused(
                 503,
                 f"Too many open sessions ({len(self.open)}) at this connector; retry later "
                 f"({RATE_LIMITED})",
-                max(1, round(oldest + ttl - now)),
+                {"Retry-After": str(max(1, round(oldest + ttl - now)))},
             )
-        mine = [last for address, last in self.open.values() if address == client]
+        # a hibernated session holds no SDK state: it frees its caller's slot when it hibernates
+        hibernates = self.manager is not None and self.http.hibernate_seconds > 0
+        idle = self.http.hibernate_seconds if hibernates else ttl
+        mine = [
+            last
+            for session, (owner, last) in self.open.items()
+            if owner == client and (not hibernates or hibernation.is_live(self.manager, session))  # type: ignore[arg-type]
+        ]
         if len(mine) >= self.http.max_sessions_per_client:
-            return (
+            raise _Refused(
                 429,
-                f"Too many open sessions ({len(mine)}) from this client; close one (DELETE) or "
-                f"reuse it ({RATE_LIMITED})",
-                max(1, round(min(mine) + ttl - now)),
+                f"Too many open sessions ({len(mine)}) from this client; close one (DELETE), "
+                f"reuse it, or send requests of their own (2026-07-28) ({RATE_LIMITED})",
+                {"Retry-After": str(max(1, round(min(mine) + idle - now)))},
             )
-        return None
 
-    async def _answer_hostile(
-        self, body: bytes, session: str | None, client: str, send: Send, subject: str = ""
-    ) -> bool:
+    async def _answer_hostile(self, body: bytes, message: Any, exchange: _Exchange) -> bool:
         """Answer a tools/call with hostile arguments as the tool error it is; False otherwise."""
         assert self.connector is not None
-        try:
-            message = json.loads(body)
-        except RecursionError:
-            await _refuse(
-                send,
-                400,
-                f"Parse error: nested deeper than {hygiene.MAX_DEPTH} levels",
-                code=-32700,
+        if message is _TOO_DEEP:
+            raise _Refused(
+                400, f"Parse error: nested deeper than {hygiene.MAX_DEPTH} levels", code=-32700
             )
-            return True
-        except ValueError:
-            return False  # the SDK answers what is not JSON
-        if not isinstance(message, dict) or message.get("method") != "tools/call":
+        if _method(message) != "tools/call":
             return False
         params = message.get("params")
         if not isinstance(params, dict) or not hygiene.violations(params.get("arguments")):
             return False
         name = str(params.get("name", ""))
         arguments = params.get("arguments")
-        caller = CALLER.set(Caller(subject or None))  # for its log line and records
+        caller = CALLER.set(Caller(exchange.subject or None))  # for its log line and records
         try:
             result = await self.connector.refuse_hostile(
-                name, arguments if isinstance(arguments, dict) else {}, session, client
+                name,
+                arguments if isinstance(arguments, dict) else {},
+                exchange.session,
+                exchange.client,
             )
         finally:
             CALLER.reset(caller)
@@ -436,7 +516,7 @@ class SessionBinding:
             "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
         }
         encoded = json.dumps(answer).encode()  # ASCII: nothing the caller sent can break it
-        await send(
+        await exchange.send(
             {
                 "type": "http.response.start",
                 "status": 200,
@@ -446,8 +526,26 @@ class SessionBinding:
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": encoded})
+        await exchange.send({"type": "http.response.body", "body": encoded})
         return True
+
+
+_TOO_DEEP = object()  # a message nested deeper than JSON can be read
+
+
+def _message(body: bytes) -> Any:
+    """The JSON-RPC message of a body: what it parses to, ``_TOO_DEEP``, or None if it is no
+    JSON at all (the SDK answers that)."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        return _TOO_DEEP
+    except ValueError:
+        return None
+
+
+def _method(message: Any) -> str | None:
+    return str(message.get("method")) if isinstance(message, dict) else None
 
 
 class McpHosting:
@@ -493,6 +591,8 @@ class McpHosting:
             )
             for name, connector in self.connectors.items()
         }
+        for manager in self.managers.values():
+            hibernation.prepare(manager)
         self.state = state
         self.bindings = {
             name: SessionBinding(
@@ -549,15 +649,9 @@ class McpHosting:
             yield
 
 
-def _initialize_params(body: bytes) -> dict[str, Any]:
+def _initialize_params(message: Any) -> dict[str, Any]:
     """What a client said in its ``initialize`` (to revive its session later), or nothing."""
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
-        return {}
-    if not isinstance(message, dict) or message.get("method") != "initialize":
-        return {}
-    params = message.get("params")
+    params = message.get("params") if _method(message) == "initialize" else None
     if not isinstance(params, dict):
         return {}
     return {k: params[k] for k in ("protocolVersion", "capabilities", "clientInfo") if k in params}

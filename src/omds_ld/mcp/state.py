@@ -7,6 +7,7 @@ shared by several replicas of an MCP server and kept across their restarts.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -77,23 +78,66 @@ def take_from(
 
 
 class MemoryStateStore:
-    """The state store of one process."""
+    """The state store of one process, bounded by construction: an entry is gone once its time
+    to live has passed (expired entries are dropped as time goes on, not at some count), and the
+    entries together never take more than ``max_bytes``; past it the oldest written go first, as
+    a Redis with ``maxmemory`` does."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    # what one entry costs beyond its key and value: the dict slot, the tuple, the heap entry
+    OVERHEAD = 160
+
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, max_bytes: int = 64 * 1024 * 1024
+    ) -> None:
         self._clock = clock
-        self._values: dict[str, tuple[bytes, float | None]] = {}
+        self.max_bytes = max_bytes
+        self._values: dict[str, tuple[bytes, float | None]] = {}  # in the order written
+        self._expiries: list[tuple[float, str]] = []  # a heap; an entry may be outdated
+        self.bytes = 0
+
+    def _size(self, key: str, value: bytes) -> int:
+        return len(key) + len(value) + self.OVERHEAD
 
     def _live(self, key: str) -> tuple[bytes, float | None] | None:
         entry = self._values.get(key)
         if entry is None:
             return None
         if entry[1] is not None and entry[1] <= self._clock():
-            del self._values[key]
+            self._drop(key)
             return None
         return entry
 
+    def _drop(self, key: str) -> None:
+        entry = self._values.pop(key, None)
+        if entry is not None:
+            self.bytes -= self._size(key, entry[0])
+
     def _expiry(self, ttl: float | None) -> float | None:
         return None if ttl is None else self._clock() + ttl
+
+    def _put(self, key: str, value: bytes, expiry: float | None) -> None:
+        self._drop(key)  # written again: it is the newest now
+        self._values[key] = (value, expiry)
+        self.bytes += self._size(key, value)
+        if expiry is not None:
+            heapq.heappush(self._expiries, (expiry, key))
+        self._expire()
+        while self.bytes > self.max_bytes and self._values:
+            self._drop(next(iter(self._values)))
+
+    def _expire(self) -> None:
+        """Drop what has expired by now; rebuild the heap when outdated entries pile up (keys
+        touched again and again)."""
+        now = self._clock()
+        heap = self._expiries
+        while heap and heap[0][0] <= now:
+            _, key = heapq.heappop(heap)
+            entry = self._values.get(key)
+            if entry is not None and entry[1] is not None and entry[1] <= now:
+                self._drop(key)
+        if len(heap) > 2 * len(self._values) + 1024:
+            self._expiries = [(e, k) for k, (_, e) in self._values.items() if e is not None]
+            heapq.heapify(self._expiries)
 
     async def get(self, key: str) -> bytes | None:
         entry = self._live(key)
@@ -109,9 +153,7 @@ class MemoryStateStore:
         return value
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
-        self._values[key] = (value, self._expiry(ttl))
-        if len(self._values) > 50_000:
-            self._sweep()
+        self._put(key, value, self._expiry(ttl))
 
     async def add(self, key: str, value: bytes, ttl: float | None = None) -> bool:
         if self._live(key) is not None:
@@ -123,26 +165,26 @@ class MemoryStateStore:
         entry = self._live(key)
         if entry is None:
             return False
-        self._values[key] = (entry[0], self._expiry(ttl))
+        expiry = self._expiry(ttl)
+        self._values[key] = (entry[0], expiry)
+        if expiry is not None:
+            heapq.heappush(self._expiries, (expiry, key))
+            self._expire()
         return True
 
     async def delete(self, key: str) -> None:
-        self._values.pop(key, None)
+        self._drop(key)
 
     async def take(self, key: str, rate: float, burst: float) -> float:
         now = self._clock()
         entry = self._live(key)
         tokens, at = (float(v) for v in entry[0].split(b" ")) if entry else (burst, now)
         left, wait = take_from(tokens, at, now, rate, burst)
-        self._values[key] = (f"{left} {now}".encode(), now + burst / rate + 1)
+        self._put(key, f"{left} {now}".encode(), now + burst / rate + 1)
         return wait
 
-    def _sweep(self) -> None:
-        now = self._clock()
-        for key in [
-            k for k, (_, expiry) in self._values.items() if expiry is not None and expiry <= now
-        ]:
-            del self._values[key]
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 def make_state(redis_url: str | None) -> StateStore:

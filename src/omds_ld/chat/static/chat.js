@@ -361,6 +361,7 @@ async function main() {
     state.servers[server.name] = server;
     const section = element("section", { "data-server": server.name });
     section.append(element("h2", {}, server.displayName));
+    if (server.error) section.append(element("p", { class: "error", role: "alert" }, server.error));
     for (const tool of server.tools) {
       const button = element("button", { type: "button", "data-tool": tool.name }, tool.name);
       button.title = tool.title || "";

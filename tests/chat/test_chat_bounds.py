@@ -1,0 +1,182 @@
+"""The chat page keeps to its own: a browser session is a cookie the server issued, a link from
+elsewhere keeps it, the page never runs in a frame or runs foreign code, a long conversation
+costs no more per call than a new one, a full one refuses more, and a broker who logs out is
+no longer used for anything. Over HTTP against the example server as a process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from omds_ld.chat.conversations import MAX_EVENTS, Conversations, owner_of
+from tests.auth.flow import logged_in_at
+from tests.servers import ExampleServer
+
+PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
+
+
+@contextlib.contextmanager
+def _browser(server: ExampleServer) -> Iterator[httpx.Client]:
+    """A browser's HTTP client that opened the page (and so holds its session cookie)."""
+    with httpx.Client(base_url=server.url, timeout=60, headers={"Origin": server.url}) as client:
+        assert client.get("/chat").status_code == 200
+        yield client
+
+
+def _call(client: httpx.Client, cid: str, tool: str, **arguments: Any) -> httpx.Response:
+    return client.post(
+        f"/chat/api/conversations/{cid}/calls",
+        json={"server": "pfefferminzia", "tool": tool, "arguments": arguments},
+    )
+
+
+def test_a_cookie_the_server_never_issued_is_no_session(server: ExampleServer) -> None:
+    with _browser(server) as browser:
+        cid = browser.post("/chat/api/conversations", json={}).json()["id"]
+        issued = browser.cookies["omds_ld_chat"]
+    forged = httpx.Client(base_url=server.url, headers={"Origin": server.url})
+    for value in ("anything", issued.split(".")[0], issued.split(".")[0] + ".00ff"):
+        forged.cookies.set("omds_ld_chat", value, path="/chat")
+        assert forged.post("/chat/api/conversations", json={}).status_code == 403
+        assert forged.get(f"/chat/api/conversations/{cid}").status_code == 404
+        page = forged.get("/chat")
+        assert "omds_ld_chat=" in page.headers.get("set-cookie", ""), "a new session is issued"
+        forged.cookies.clear()
+    forged.close()
+
+
+def test_a_link_from_another_site_keeps_the_session_and_the_page_stays_out_of_frames(
+    server: ExampleServer,
+) -> None:
+    first = httpx.get(f"{server.url}/chat")
+    cookie = first.headers["set-cookie"]
+    assert "samesite=lax" in cookie.lower() and "httponly" in cookie.lower()
+    value = first.cookies["omds_ld_chat"]
+    again = httpx.get(
+        f"{server.url}/chat",
+        headers={"Referer": "https://elsewhere.example/", "Sec-Fetch-Site": "cross-site"},
+        cookies={"omds_ld_chat": value},
+    )
+    assert "set-cookie" not in again.headers, "the session it brought is kept, not replaced"
+    policy = again.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy
+    assert again.headers["x-frame-options"] == "DENY"
+
+
+def _seeded(database: Path, events: int) -> tuple[str, str]:
+    """A browser session's cookie and a conversation of ``events`` recorded calls, written into
+    the chat store before the server starts (as a long day of work would leave it)."""
+    conversations = Conversations(database.with_name(database.stem + "-chat.sqlite3"))
+    try:
+        token = "long-day"
+        cookie = f"{token}.{hmac.new(conversations.key(), token.encode(), hashlib.sha256).hexdigest()[:32]}"
+        owner = owner_of(cookie)
+        cid = conversations.start(owner, {"event": "run.start", "servers": ["pfefferminzia"]})
+        answer = {"content": [{"type": "text", "text": "premium 1684.88 EUR " * 100}]}
+        for n in range(events - 1):
+            conversations.append(
+                cid, owner,
+                {"event": "gen_ai.tool.call", "mcp.server": "pfefferminzia",
+                 "gen_ai.tool.name": "readCalculation", "gen_ai.tool.call.arguments": {"n": n},
+                 "mcp.tool.result": answer, "text": "…", "is_error": False},
+            )  # fmt: skip
+    finally:
+        conversations.close()
+    return cookie, cid
+
+
+def test_a_long_conversation_costs_no_more_per_call_than_a_new_one(tmp_path: Path) -> None:
+    database = tmp_path / "s.sqlite3"
+    cookie, long_one = _seeded(database, MAX_EVENTS - 200)
+    server = ExampleServer(database)
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60, headers={"Origin": server.url}) as web:
+            web.cookies.set("omds_ld_chat", cookie, path="/chat")
+            new_one = web.post("/chat/api/conversations", json={}).json()["id"]
+
+            def p50(cid: str) -> float:
+                took = []
+                for _ in range(15):
+                    started = time.perf_counter()
+                    assert _call(web, cid, "listProducts").status_code == 200
+                    took.append(time.perf_counter() - started)
+                return statistics.median(took)
+
+            p50(new_one)  # warm
+            fresh, long = p50(new_one), p50(long_one)
+            read = web.get(f"/chat/api/conversations/{long_one}")
+            assert read.status_code == 200 and len(read.json()["events"]) == MAX_EVENTS - 200 + 15
+    finally:
+        server.stop()
+    # before one row per event, a call at 750 events took 50 times one at the start
+    assert long < 3 * fresh, (long, fresh)
+
+
+def test_a_full_conversation_refuses_another_call(tmp_path: Path) -> None:
+    database = tmp_path / "s.sqlite3"
+    cookie, full = _seeded(database, MAX_EVENTS - 10)
+    server = ExampleServer(database)
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60, headers={"Origin": server.url}) as web:
+            web.cookies.set("omds_ld_chat", cookie, path="/chat")
+            refused = _call(web, full, "listProducts")
+            assert refused.status_code == 409 and "start a new one" in refused.json()["detail"]
+            events = web.get(f"/chat/api/conversations/{full}").json()["events"]
+            assert len(events) == MAX_EVENTS - 10, "nothing was added"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Any:
+    running = ExampleServer(
+        tmp_path / "s.sqlite3",
+        extra_args=["--require-token", "--access-log", str(tmp_path / "access.jsonl")],
+    )
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _log_in(web: httpx.Client, server: ExampleServer, broker: str) -> None:
+    """The page's login as a browser does it: to the authorization server, log in, back."""
+    started = web.get("/chat/login")
+    assert started.status_code == 303
+    back = asyncio.run(logged_in_at(started.headers["location"], broker))
+    assert web.get(back.removeprefix(server.url)).status_code == 303
+
+
+def test_after_logout_the_conversation_works_as_whoever_logs_in_next(secured: Any) -> None:
+    server: ExampleServer = secured
+    with _browser(server) as web:
+        _log_in(web, server, "alpha")
+        cid = web.post("/chat/api/conversations", json={}).json()["id"]
+        first = _call(web, cid, "createCalculation", body={"p:hasRootProduct": PRODUCT})
+        assert first.status_code == 200 and not first.json()["is_error"], first.text
+        assert web.post("/chat/api/logout", json={}).status_code == 204
+        assert _call(web, cid, "listProducts").status_code == 401, "logged out: no broker"
+        _log_in(web, server, "beta")
+        second = _call(web, cid, "createCalculation", body={"p:hasRootProduct": PRODUCT})
+        assert second.status_code == 200 and not second.json()["is_error"], second.text
+    created = [
+        e for e in server.access_entries()
+        if e["method"] == "POST" and e["path"].endswith("/pfefferminzia/api/calculations")
+    ]  # fmt: skip
+    assert [e["token"]["subject"] for e in created] == ["alpha", "beta"]
+    # alpha's grant was revoked at the authorization server when alpha logged out
+    revoked = [e for e in server.access_entries() if e["path"] == "/oauth/revoke"]
+    assert revoked and revoked[0]["status"] == 200

@@ -319,3 +319,80 @@ def test_registrations_are_bounded_per_address_and_unused_ones_expire(
     with sqlite3.connect(store) as db:
         (left,) = db.execute("SELECT COUNT(*) FROM auth_clients WHERE self_registered=1").fetchone()
     assert left == 1
+
+
+def test_a_read_only_token_may_edit_nothing_through_the_mcp_endpoint(
+    secured: ExampleServer,
+) -> None:
+    """Every tool of kind create or edit needs omds-ld.write at the MCP endpoint, not only the
+    ones that create: the check comes before any tool runs."""
+    from omds_ld.norm import load_norm
+
+    reader = tokens_by_hand(
+        secured.url, "alpha", secured.mcp("pfefferminzia"), scope="omds-ld.read"
+    )
+    changing = [n for n, op in load_norm().operations.items() if op.kind in ("create", "edit")]
+    assert "setAttributes" in changing and "createRiskObject" in changing
+    for n, tool in enumerate(changing):
+        answer = httpx.post(
+            secured.mcp("pfefferminzia"),
+            json={"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                  "params": {"name": tool, "arguments": {"caseId": "c", "body": {}}}},
+            headers={"Accept": "application/json, text/event-stream",
+                     "Authorization": f"Bearer {reader['access_token']}",
+                     "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                     "Mcp-Name": tool},
+        )  # fmt: skip
+        assert answer.status_code == 403, (tool, answer.text)
+        assert 'error="insufficient_scope"' in answer.headers["www-authenticate"]
+
+
+def test_client_secrets_are_kept_as_hashes_only(secured: ExampleServer) -> None:
+    """Neither a registered client's secret nor one made by ``auth add-client`` is in the
+    authorization server's store: only a hash of it."""
+    import json as _json
+    import subprocess
+    import sys
+
+    registered = register(secured.url)
+    added = _json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
+             str(secured.database), "--name", "hashed", "--broker", "alpha"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+    )  # fmt: skip
+    store = secured.database.with_name(secured.database.stem + "-auth.sqlite3")
+    kept = b"".join(p.read_bytes() for p in store.parent.glob(store.name + "*"))
+    for secret in (registered["client_secret"], added["client_secret"]):
+        assert secret.encode() not in kept
+    import hashlib
+
+    assert hashlib.sha256(added["client_secret"].encode()).hexdigest().encode() in kept
+
+
+def test_a_client_acting_for_no_broker_reads_the_catalogue_only(secured: ExampleServer) -> None:
+    import json as _json
+    import subprocess
+    import sys
+
+    client = _json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
+             str(secured.database), "--name", "an MCP server run apart",
+             "--exchange-for", "http://127.0.0.1:1/omds-ld/insurers/pfefferminzia/mcp"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+    )  # fmt: skip
+    api = secured.api("pfefferminzia")
+    token = httpx.post(
+        f"{secured.url}/oauth/token",
+        data={"grant_type": "client_credentials", "resource": api},
+        auth=(client["client_id"], client["client_secret"]),
+    ).json()["access_token"]
+    assert httpx.get(f"{api}/products", headers=_bearer(token)).status_code == 200
+    created = httpx.post(
+        f"{api}/calculations", json={"p:hasRootProduct": PRODUCT}, headers=_bearer(token)
+    )
+    assert created.status_code == 401 and "catalogue only" in created.json()["detail"]
+    assert httpx.get(f"{api}/calculations/abc", headers=_bearer(token)).status_code == 401

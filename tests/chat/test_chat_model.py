@@ -176,3 +176,15 @@ def test_a_restart_keeps_what_the_model_was_told(chatting: ExampleServer) -> Non
         "gen_ai.user.message", "gen_ai.client.inference", "gen_ai.final_answer", "chat.turn.end",
     ]  # fmt: skip
     assert "1684.88 EUR" in events[-2]["text"]
+
+
+def test_a_turn_that_would_never_end_is_stopped_by_its_budget(chatting: ExampleServer) -> None:
+    from tests.scenarios.model_stubs import NEVER_DONE
+
+    client = _browser_session(chatting)
+    _, events = _ask(client, NEVER_DONE)
+    calls = [e for e in events if e["event"] == "mcp.tool.call"]
+    end = events[-1]
+    assert end["event"] == "chat.turn.end" and end["reason"] == "budget", end
+    assert "budget" in end["detail"]
+    assert 10 <= len(calls) <= 40, len(calls)  # a turn may use 40 tool calls (docs/broker.md)

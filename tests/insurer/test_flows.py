@@ -213,3 +213,31 @@ def test_product_list_comes_in_windows(client: httpx.Client, server: ExampleServ
     assert second["bc:window"]["bc:moreToFind"] == 0
     ids = {p["@id"] for p in first["p:product"]} | {p["@id"] for p in second["p:product"]}
     assert len(ids) == 2
+
+
+def test_a_risk_object_is_replaced_and_removed_by_its_offered_steps(
+    client: httpx.Client, server: ExampleServer
+) -> None:
+    """updateRiskObject changes what the premium is calculated from; deleteRiskObject takes the
+    risk object out of the draft, which then no longer conforms."""
+    products = entry(client, server, "pfefferminzia")
+    start = step(products, "createCalculation")
+    case = call(client, server, start, {"p:hasRootProduct": start["bc:target"]}).json()
+    case = call(client, server, step(case, "createRiskObject"), SKODA).json()
+    first = call(client, server, step(case, "calculatePremium")).json()["bc:premium"]["bc:gross"]
+    stronger = {**SKODA, "p:powerKw": 150}
+    replaced = call(client, server, step(case, "updateRiskObject"), stronger)
+    assert replaced.status_code == 200, replaced.text
+    case = replaced.json()
+    assert case["bc:draft"]["p:hasRiskObject"][0]["p:powerKw"] == 150
+    second = call(client, server, step(case, "calculatePremium")).json()["bc:premium"]["bc:gross"]
+    fresh = call(client, server, start, {"p:hasRootProduct": start["bc:target"]}).json()
+    fresh = call(client, server, step(fresh, "createRiskObject"), stronger).json()
+    direct = call(client, server, step(fresh, "calculatePremium")).json()["bc:premium"]["bc:gross"]
+    assert second == direct != first  # priced as if the stronger car had been sent at first
+    removed = call(client, server, step(case, "deleteRiskObject"))
+    assert removed.status_code == 200, removed.text
+    case = removed.json()
+    assert case["bc:draft"].get("p:hasRiskObject", []) == []
+    assert case["bc:validationReport"]["sh:conforms"] is False
+    assert "createRiskObject" in [s["bc:operation"] for s in case["bc:nextStep"]]

@@ -15,8 +15,17 @@ from tests.mcp.clients import stdio_parameters
 from tests.servers import ExampleServer
 
 
-def test_process_knowledge_is_read_at_start(server: ExampleServer) -> None:
-    asked = [e["path"] for e in server.access_entries() if e["path"].endswith("/process-knowledge")]
+def test_process_knowledge_is_read_at_start(tmp_path: Path) -> None:
+    """A server of its own, asked nothing yet: each insurer's MCP server has read its process
+    knowledge once it is up."""
+    started = ExampleServer(
+        tmp_path / "s.sqlite3", extra_args=["--access-log", str(tmp_path / "access.jsonl")]
+    )
+    started.start()
+    try:
+        asked = [e["path"] for e in started.access_entries()]
+    finally:
+        started.stop()
     for insurer in ("pfefferminzia", "disrupto", "angloamerican"):
         assert f"/omds-ld/insurers/{insurer}/api/process-knowledge" in asked
 

@@ -12,7 +12,7 @@ from mcp import Client
 
 from omds_ld.mcp.state import MemoryStateStore
 from omds_ld.mcp.transport import AsgiTransport
-from omds_ld.mcp.upstream import Upstream
+from omds_ld.mcp.upstream import CALLER, Caller, Upstream
 from omds_ld.norm import load_norm
 from omds_ld.norm.catalogue import _data_text
 from tests.insurer.test_flows import SKODA
@@ -107,3 +107,47 @@ def test_a_write_makes_reads_below_its_resource_ask_again_and_no_others() -> Non
         "GET /api/calculations/c1", "GET /api/calculations/c2",
         "POST /api/calculations/c1/risk-objects", "GET /api/calculations/c1",
     ]  # fmt: skip
+
+
+def test_one_brokers_cached_read_is_never_served_to_another() -> None:
+    """An insurer that lets each broker keep its own answer a minute: alpha's kept read serves
+    alpha again, and beta is asked for at the insurer as beta, never given alpha's."""
+    asked: list[str] = []
+
+    async def insurer(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        who = dict(scope["headers"]).get(b"authorization", b"").decode()
+        asked.append(who)
+        body = json.dumps({"@type": "bc:BusinessCase", "for": who}).encode()
+        headers = [(b"cache-control", b"private, max-age=60"),
+                   (b"content-type", b"application/ld+json")]  # fmt: skip
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    read = load_norm().operation("readCalculation")
+    upstream = Upstream(
+        name="t", api_url="http://insurer.test/api",
+        transport=AsgiTransport(insurer, timeout=5), state=MemoryStateStore(),
+    )  # fmt: skip
+
+    def as_broker(subject: str) -> Caller:
+        async def credentials() -> dict[str, str]:
+            return {"Authorization": f"Bearer {subject}"}
+
+        return Caller(subject, credentials)
+
+    async def read_as(subject: str) -> Any:
+        token = CALLER.set(as_broker(subject))
+        try:
+            return await upstream.send(read, {"caseId": "c1"}, {}, None, None)
+        finally:
+            CALLER.reset(token)
+
+    async def run() -> list[Any]:
+        return [await read_as("alpha"), await read_as("alpha"), await read_as("beta")]
+
+    alpha, again, beta = asyncio.run(run())
+    assert not alpha.from_cache and alpha.body["for"] == "Bearer alpha"
+    assert again.from_cache and again.body["for"] == "Bearer alpha"
+    assert not beta.from_cache and beta.body["for"] == "Bearer beta"
+    assert asked == ["Bearer alpha", "Bearer beta"]

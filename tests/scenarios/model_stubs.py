@@ -28,6 +28,7 @@ CASE = re.compile(r"Business case ([0-9a-f]+)")
 PREMIUM = re.compile(r"Premium: ([0-9.]+) EUR")
 DEFAULTS = re.compile(r"Still at the insurer's default: (.+)")
 USAGE = {"input": 1000, "step": 100, "output": 50}
+NEVER_DONE = "Frag immer weiter."  # a user message that makes the scripted model loop
 
 
 def next_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
@@ -131,7 +132,9 @@ async def _completions(request: Request) -> Response:
     results = [m["content"] for m in payload["messages"] if m["role"] == "tool"]
     assert payload.get("temperature") == 0
     assert payload["tools"], "the adapter must offer the MCP tools"
-    move = next_move(results)
+    asked = [str(m["content"]) for m in payload["messages"] if m["role"] == "user"]
+    # a model that never stops calling tools: only its budget ends its turn
+    move = ("pfefferminzia__listProducts", {}) if NEVER_DONE in asked[-1] else next_move(results)
     prompt, completion = usage_of(len(results))
     if isinstance(move, str):
         message: dict[str, Any] = {"role": "assistant", "content": move}

@@ -154,3 +154,15 @@ def test_a_task_asking_for_an_offer_fails_without_one(recorded: Protocol) -> Non
     premium = next(c for c in grade(protocol).criteria if c.name == "premium")
     assert not premium.passed
     assert premium.reason == "a premium, but no binding offer"
+
+
+def test_an_edit_offered_by_another_server_is_not_offered(recorded: Protocol) -> None:
+    """Each server's offers are its own: the risk object offered by Pfefferminzia, sent to
+    another insurer's server with the same arguments, was offered by nobody there."""
+    protocol = json.loads(json.dumps(recorded))
+    line = line_of(protocol, TOOL_CALL, "createRiskObject")
+    protocol[line - 1]["mcp.server"] = "angloamerican"
+    offered = next(c for c in grade(protocol).criteria if c.name == "offered")
+    assert not offered.passed
+    assert offered.evidence == (line,)
+    assert "angloamerican" in offered.reason

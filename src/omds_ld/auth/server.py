@@ -403,8 +403,13 @@ class ClientCredentials(grants.ClientCredentialsGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
 
     def create_token_response(self) -> Any:
+        """A token of the scope asked for, within the client's; without one asked, the client's
+        whole scope (RFC 6749 3.3), never an empty one by omission."""
         _audience.set(_resource(self.request, self.server.settings.resources))
-        return super().create_token_response()
+        scope = self.request.client.get_allowed_scope(self.request.payload.scope)
+        token = self.generate_token(scope=scope, include_refresh_token=False)
+        self.save_token(token)
+        return 200, token, self.TOKEN_RESPONSE_HEADER
 
 
 class TokenExchange(grants.BaseGrant, grants.TokenEndpointMixin):  # type: ignore[misc]

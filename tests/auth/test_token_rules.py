@@ -396,3 +396,20 @@ def test_a_client_acting_for_no_broker_reads_the_catalogue_only(secured: Example
     )
     assert created.status_code == 401 and "catalogue only" in created.json()["detail"]
     assert httpx.get(f"{api}/calculations/abc", headers=_bearer(token)).status_code == 401
+
+
+def test_the_login_page_lets_its_form_send_the_code_to_a_native_apps_scheme(
+    secured: ExampleServer,
+) -> None:
+    native = "com.example.broker:/oauth/callback"
+    client = register(secured.url, redirect_uris=[native])
+    _, challenge = pkce()
+    page = httpx.get(
+        f"{secured.url}/oauth/authorize",
+        params={"response_type": "code", "client_id": client["client_id"], "redirect_uri": native,
+                "state": "s", "resource": secured.mcp("pfefferminzia"),
+                "code_challenge": challenge, "code_challenge_method": "S256"},
+    )  # fmt: skip
+    assert page.status_code == 200
+    assert "com.example.broker:" in page.headers["content-security-policy"]
+    assert native in page.text

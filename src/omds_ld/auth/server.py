@@ -792,6 +792,13 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         )
         target = asked.get("redirect_uri") or (client.get_default_redirect_uri() if client else "")
         where = _destination(str(target or ""))
+        # the form's answer redirects to the code's destination: a native app's own scheme too
+        scheme = urlsplit(str(target or "")).scheme
+        native = (
+            f" {scheme}:"
+            if scheme and redirect_uri_problem(target) is None and "." in scheme
+            else ""
+        )
         sent_to = (
             f"<p>After you log in, you are sent back with the code to "
             f"<strong>{html.escape(where)}</strong>.</p>"
@@ -826,7 +833,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             status,
             headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
                      "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                     "form-action 'self' http: https:; frame-ancestors 'none'"},
+                     f"form-action 'self' http: https:{native}; frame-ancestors 'none'"},
         )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,8 @@ import h11
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from omds_ld.settings import ConfigError
 
 log = logging.getLogger("omds_ld.serving")
 
@@ -162,3 +165,13 @@ class BodyLimit:
                          (b"connection", b"close")]}
         )  # fmt: skip
         await send({"type": "http.response.body", "body": body})
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse at once, before anything is printed or built, a port another process listens on."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise ConfigError(f"cannot listen on {host}:{port}: {error.strerror}") from None

@@ -403,93 +403,118 @@ def _openapi_for(norm: Norm, name: str) -> dict[str, Any]:
     return document
 
 
+class Interfaces:
+    """Every insurer's interface under /omds-ld/insurers/<name>/api, on one embedded store: the
+    routes, what a request no route has is answered, the middleware every request passes, and
+    the store to close at the end. ``tokens`` checks an access token for an interface (its URL
+    the audience), if an authorization server issues them."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        norm: Norm | None = None,
+        insurers: Mapping[str, Insurer] | None = None,
+        tokens: TokenCheck | None = None,
+    ) -> None:
+        self.config = config
+        self.norm = norm or load_norm()
+        self.insurers = dict(insurers or load_insurers(config.insurers_folder))
+        self.store = Store(config.database)
+        self.store.purge_idempotent(config.idempotency_retention_seconds)
+        self.services = {
+            name: InsurerService(self.norm, insurer, self.store, api_base(name))
+            for name, insurer in self.insurers.items()
+        }
+        self.tokens = tokens
+
+    def routes(self) -> list[BaseRoute]:
+        """One route per operation path of every insurer, its OpenAPI file, and the server's
+        index, the norm's context and health."""
+        routes: list[BaseRoute] = []
+        for name, service in self.services.items():
+            by_path: dict[str, dict[str, OperationEndpoint]] = {}
+            for operation in self.norm.operations.values():
+                endpoint = OperationEndpoint(self.config, service, operation, self.tokens)
+                by_path.setdefault(operation.path, {})[operation.method] = endpoint
+            for path, endpoints in by_path.items():
+                routes.append(
+                    Route(api_base(name) + path, _dispatch(endpoints), methods=list(endpoints))
+                )
+            openapi = _static(_openapi_for(self.norm, name))
+            routes.append(Route(api_base(name) + "/openapi.json", openapi))
+        index = _static(self.index())
+        return [
+            *routes,
+            Route("/", index),
+            Route(PREFIX, index),
+            Route("/omds-ld/context.jsonld", _static(context_document(), LD_JSON)),
+            Route("/healthz", _static({"status": "ok"})),
+        ]
+
+    def index(self) -> dict[str, Any]:
+        return {
+            "name": "omds-ld example server",
+            "insurers": [
+                {"name": name, "displayName": insurer.display_name, "api": api_base(name),
+                 "openapi": api_base(name) + "/openapi.json",
+                 "draftAtServer": insurer.draft_at_server}
+                for name, insurer in self.insurers.items()
+            ],
+            "context": "/omds-ld/context.jsonld",
+            "chat": "/chat",
+        }  # fmt: skip
+
+    def middleware(self) -> list[Middleware]:
+        """What every request of the server passes, outermost first: the access log (if kept),
+        Host and Origin, the body cap."""
+        allowlist = Allowlist(
+            (*LOOPBACK_HOSTS, *self.config.allowed_hosts),
+            (*LOOPBACK_ORIGINS, *self.config.allowed_origins),
+        )
+        middleware = [
+            Middleware(HostGuard, allowlist=allowlist),
+            Middleware(BodyLimit, limit=self.config.max_request_bytes),
+        ]
+        if self.config.access_log:
+            middleware.insert(0, Middleware(AccessLog, path=self.config.access_log))
+        return middleware
+
+    def exception_handlers(self) -> dict[Any, Callable[[Request, Exception], Awaitable[Response]]]:
+        """A path or method no route has: a problem of the norm, with where one can go."""
+
+        async def not_found(request: Request, exc: Exception) -> Response:
+            return _routing_problem(self.norm, self.services, request, exc)
+
+        return {404: not_found, 405: not_found}
+
+    def close(self) -> None:
+        self.store.close()
+
+
 def create_app(
     config: ServerConfig,
     norm: Norm | None = None,
     insurers: Mapping[str, Insurer] | None = None,
-    extra_routes: Sequence[BaseRoute] = (),
-    extra_lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
     tokens: TokenCheck | None = None,
 ) -> Starlette:
-    """The example server for every insurer, on one embedded store.
-
-    ``extra_routes`` and ``extra_lifespan`` let a caller host more beside the interfaces (the
-    command line adds each insurer's MCP server) without this module knowing what they are.
-    ``tokens`` checks an access token for an interface (its URL the audience), if an
-    authorization server issues them.
-    """
-    norm = norm or load_norm()
-    insurers = dict(insurers or load_insurers(config.insurers_folder))
-    store = Store(config.database)
-    store.purge_idempotent(config.idempotency_retention_seconds)
-    services = {
-        name: InsurerService(norm, insurer, store, api_base(name))
-        for name, insurer in insurers.items()
-    }
-    routes: list[BaseRoute] = []
-    for name, service in services.items():
-        by_path: dict[str, dict[str, OperationEndpoint]] = {}
-        for operation in norm.operations.values():
-            endpoint = OperationEndpoint(config, service, operation, tokens)
-            by_path.setdefault(operation.path, {})[operation.method] = endpoint
-        for path, endpoints in by_path.items():
-            routes.append(
-                Route(api_base(name) + path, _dispatch(endpoints), methods=list(endpoints))
-            )
-        routes.append(Route(api_base(name) + "/openapi.json", _static(_openapi_for(norm, name))))
-
-    index = {
-        "name": "omds-ld example server",
-        "insurers": [
-            {
-                "name": name,
-                "displayName": insurer.display_name,
-                "api": api_base(name),
-                "openapi": api_base(name) + "/openapi.json",
-                "draftAtServer": insurer.draft_at_server,
-            }
-            for name, insurer in insurers.items()
-        ],
-        "context": "/omds-ld/context.jsonld",
-        "chat": "/chat",
-    }
-    routes += [
-        Route("/", _static(index)),
-        Route(PREFIX, _static(index)),
-        Route("/omds-ld/context.jsonld", _static(context_document(), LD_JSON)),
-        Route("/healthz", _static({"status": "ok"})),
-        *extra_routes,
-    ]
-
-    async def not_found(request: Request, exc: Exception) -> Response:
-        return _routing_problem(norm, services, request, exc)
+    """The insurers' interfaces alone, as one app (the example server adds the rest beside them:
+    ``omds_ld.example``)."""
+    interfaces = Interfaces(config, norm, insurers, tokens)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            if extra_lifespan is not None:
-                await stack.enter_async_context(extra_lifespan())
-            freeze_startup_heap()
-            yield
-        store.close()
+        freeze_startup_heap()
+        yield
+        interfaces.close()
 
-    allowlist = Allowlist(
-        (*LOOPBACK_HOSTS, *config.allowed_hosts), (*LOOPBACK_ORIGINS, *config.allowed_origins)
-    )
-    middleware = [
-        Middleware(HostGuard, allowlist=allowlist),
-        Middleware(BodyLimit, limit=config.max_request_bytes),
-    ]
-    if config.access_log:
-        middleware.insert(0, Middleware(AccessLog, path=config.access_log))
     app = Starlette(
-        routes=routes,
-        exception_handlers={404: not_found, 405: not_found},
+        routes=interfaces.routes(),
+        exception_handlers=interfaces.exception_handlers(),
         lifespan=lifespan,
-        middleware=middleware,
+        middleware=interfaces.middleware(),
     )
-    app.state.store = store
-    app.state.services = services
+    app.state.store = interfaces.store
+    app.state.services = interfaces.services
     return app
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import tomllib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from omds_ld.hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
+from omds_ld.settings import ConfigError, at_least, from_table, minutes_as, read_toml
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 
 DEFAULT_MCP_PORT = 9093
 
@@ -26,6 +28,14 @@ class InstanceConfig:
     token: str | None = None
     # tools the operator has switched off (a kill switch per capability): not listed, refused
     disabled_tools: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not NAME.fullmatch(self.name):
+            raise ConfigError(
+                f"instance name {self.name!r}: letters, digits, '-' and '_' (it is in the URL)"
+            )
+        if not self.api.startswith(("http://", "https://")):
+            raise ConfigError(f"instance {self.name}: api is an http(s) URL, not {self.api!r}")
 
     @property
     def upstream_headers(self) -> dict[str, str]:
@@ -66,6 +76,14 @@ class AuthConfig:
     read_scope: str = "omds-ld.read"
     write_scope: str = "omds-ld.write"
 
+    def __post_init__(self) -> None:
+        if self.mode not in ("", "required", "optional", "off"):
+            raise ConfigError(f"[auth] mode is required, optional or off, not {self.mode!r}")
+        if self.mode in ("required", "optional") and not self.issuer:
+            raise ConfigError(
+                "[auth] needs the issuer (the authorization server) unless mode = off"
+            )
+
     @property
     def checks_tokens(self) -> bool:
         return self.mode in ("required", "optional")
@@ -97,6 +115,15 @@ class HttpConfig:
     # a session with nothing in flight for this long lets go of its SDK state (a few hundred
     # bytes stay) and is made again on its next request; 0: never
     hibernate_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port {self.port} is no TCP port")
+        at_least("session_binding_seconds", self.session_binding_seconds, 1)
+        at_least("max_body_bytes", self.max_body_bytes, 1024)
+        at_least("max_sessions", self.max_sessions, 1)
+        at_least("max_sessions_per_client", self.max_sessions_per_client, 1)
+        at_least("hibernate_seconds", self.hibernate_seconds, 0)
 
     @property
     def hosts(self) -> list[str]:
@@ -130,75 +157,81 @@ class McpConfig:
     call_burst: float = 60.0
     auth: AuthConfig = field(default_factory=AuthConfig)
 
+    def __post_init__(self) -> None:
+        at_least("timeout_seconds", self.timeout_seconds, 0.1)
+        at_least("refresh_seconds", self.refresh_seconds, 0.1)
+        at_least("cache_ttl_seconds", self.cache_ttl_seconds, 0)
+        at_least("calls_per_minute", self.calls_per_minute, 0)
+        at_least("call_burst", self.call_burst, 1)
+        names = [i.name for i in self.instances]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"instance names must differ: {', '.join(names)}")
+
     def with_http(self, **changes: Any) -> McpConfig:
         return replace(self, http=replace(self.http, **changes))
 
 
+# the top-level keys of the file (beside its tables), by the McpConfig field each sets
+_TOP_LEVEL = frozenset(
+    {"request_log", "openapi", "timeout_seconds", "cache_ttl_seconds", "refresh_seconds",
+     "calls_per_minute", "call_burst"}
+)  # fmt: skip
+_TABLES = frozenset({"http", "state", "auth", "instance"})
+SECRET_ENV = "OMDS_LD_CLIENT_SECRET"
+
+
+@dataclass(frozen=True)
+class _State:
+    redis: str | None = None
+
+
 def load_config(path: Path, environment: Mapping[str, str] | None = None) -> McpConfig:
     """Read a TOML file: ``[http]``, ``[state]``, ``[auth]``, ``[[instance]]`` tables and top-level
-    settings. A client secret is never in the file: ``[auth] client_secret_env`` names the
-    environment variable that holds it (default ``OMDS_LD_CLIENT_SECRET``)."""
-    raw = tomllib.loads(path.read_text("utf-8"))
+    settings, each key checked (an unknown one is refused, naming file and key). A client secret
+    is never in the file: ``[auth] client_secret_env`` names the environment variable that holds
+    it (default ``OMDS_LD_CLIENT_SECRET``)."""
+    raw = read_toml(path)
+    for key in raw:
+        if key not in _TOP_LEVEL | _TABLES:
+            known = ", ".join(sorted(_TOP_LEVEL | {f"[{t}]" for t in _TABLES}))
+            raise ConfigError(f"{path}: unknown key {key!r}; known: {known}")
+    tables = raw.get("instance", [])
+    if not isinstance(tables, list) or not tables:
+        raise ConfigError(f"{path}: no [[instance]] tables")
     instances = tuple(
-        InstanceConfig(
-            name=i["name"],
-            display_name=i.get("display_name", i["name"]),
-            api=i["api"],
-            language=i.get("language", "en"),
-            headers=dict(i.get("headers", {})),
-            token=i.get("token"),
-            disabled_tools=tuple(i.get("disabled_tools", ())),
-        )
-        for i in raw.get("instance", [])
+        from_table(InstanceConfig, table, f"{path} [[instance]] #{n}", extra=_display(table))
+        for n, table in enumerate(tables, start=1)
     )
-    if not instances:
-        raise ValueError(f"{path}: no [[instance]] tables")
-    http_raw = raw.get("http", {})
-    http = HttpConfig(
-        host=http_raw.get("host", "127.0.0.1"),
-        port=int(http_raw.get("port", DEFAULT_MCP_PORT)),
-        prefix=http_raw.get("prefix", "/omds-ld/insurers"),
-        allowed_hosts=tuple(http_raw.get("allowed_hosts", ())),
-        allowed_origins=tuple(http_raw.get("allowed_origins", ())),
-        session_binding_seconds=float(http_raw.get("session_binding_minutes", 30)) * 60,
-        max_body_bytes=int(http_raw.get("max_body_bytes", 1024 * 1024)),
-        max_sessions=int(http_raw.get("max_sessions", 1000)),
-        max_sessions_per_client=int(http_raw.get("max_sessions_per_client", 100)),
-        hibernate_seconds=float(http_raw.get("hibernate_seconds", 60)),
-    )
-    return McpConfig(
-        instances=instances,
-        http=http,
-        request_log=Path(raw["request_log"]) if raw.get("request_log") else None,
-        openapi=Path(raw["openapi"]) if raw.get("openapi") else None,
-        timeout_seconds=float(raw.get("timeout_seconds", 10)),
-        cache_ttl_seconds=float(raw.get("cache_ttl_seconds", 30)),
-        refresh_seconds=float(raw.get("refresh_seconds", 60)),
-        redis_url=raw.get("state", {}).get("redis"),
-        calls_per_minute=float(raw.get("calls_per_minute", 0)),
-        call_burst=float(raw.get("call_burst", 60)),
-        auth=_auth(raw.get("auth", {}), environment if environment is not None else os.environ),
-    )
+    http = from_table(
+        HttpConfig, raw.get("http", {}), f"{path} [http]", skip=frozenset({"session_binding_seconds"}),
+        convert={"session_binding_minutes": minutes_as("session_binding_seconds")},
+    )  # fmt: skip
+    state = from_table(_State, raw.get("state", {}), f"{path} [state]")
+    auth = _auth(raw.get("auth"), f"{path} [auth]", environment or {})
+    top = {k: v for k, v in raw.items() if k in _TOP_LEVEL}
+    return from_table(
+        McpConfig, top, str(path), skip=frozenset({"instances", "http", "auth", "redis_url"}),
+        extra={"instances": instances, "http": http, "auth": auth, "redis_url": state.redis},
+    )  # fmt: skip
 
 
-def _auth(raw: Mapping[str, Any], environment: Mapping[str, str]) -> AuthConfig:
-    if not raw:
+def _display(table: Any) -> dict[str, Any]:
+    """An instance without a display name shows its name."""
+    if isinstance(table, Mapping) and "display_name" not in table and "name" in table:
+        return {"display_name": table["name"]}
+    return {}
+
+
+def _auth(raw: Any, where: str, environment: Mapping[str, str]) -> AuthConfig:
+    if raw is None:
         return AuthConfig()
-    mode = str(raw.get("mode", "required"))
-    if mode not in ("required", "optional", "off"):
-        raise ValueError(f"[auth] mode is required, optional or off, not {mode!r}")
-    if mode != "off" and not raw.get("issuer"):
-        raise ValueError("[auth] needs the issuer (the authorization server) unless mode = off")
-    return AuthConfig(
-        mode=mode,
-        issuer=str(raw.get("issuer", "")),
-        jwks_uri=str(raw.get("jwks_uri", "")),
-        public_url=str(raw.get("public_url", "")),
-        token_url=str(raw.get("token_url", "")),
-        client_id=str(raw.get("client_id", "")),
-        client_secret=environment.get(
-            str(raw.get("client_secret_env", "OMDS_LD_CLIENT_SECRET")), ""
-        ),
-        read_scope=str(raw.get("read_scope", "omds-ld.read")),
-        write_scope=str(raw.get("write_scope", "omds-ld.write")),
-    )
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: a table is expected")
+    secret_env = raw.get("client_secret_env", SECRET_ENV)
+    if not isinstance(secret_env, str):
+        raise ConfigError(f"{where}.client_secret_env: the name of a variable is expected")
+    table = {"mode": "required", **{k: v for k, v in raw.items() if k != "client_secret_env"}}
+    return from_table(
+        AuthConfig, table, where, skip=frozenset({"client_secret"}),
+        extra={"client_secret": environment.get(secret_env, "")},
+    )  # fmt: skip

@@ -15,6 +15,7 @@ import httpx
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -22,7 +23,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from omds_ld import metrics
 from omds_ld.auth.resource import IDENTITY, TOKEN, KeySource, Refusal, ResourceGuard
-from omds_ld.auth.tokens import Identity
+from omds_ld.auth.tokens import Identity, RemoteKeys
 from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
 from omds_ld.hosts import Allowlist
 from omds_ld.mcp import hibernation
@@ -30,11 +31,12 @@ from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.connector import Connector
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
-from omds_ld.mcp.state import StateStore, StateUnavailable
-from omds_ld.mcp.transport import Transport
+from omds_ld.mcp.state import StateStore, StateUnavailable, make_state, state_in_use
+from omds_ld.mcp.transport import HttpTransport, Transport
 from omds_ld.mcp.upstream import CALLER, Caller, Upstream
 from omds_ld.norm import Norm, hygiene
 from omds_ld.process import freeze_startup_heap
+from omds_ld.settings import ConfigError
 
 SESSION_HEADER = "mcp-session-id"
 RATE_LIMITED = "https://w3id.org/omds-ld/problems/rate-limited"
@@ -687,3 +689,53 @@ async def serve_stdio(connector: Connector) -> None:
 
 async def healthz(request: Request) -> Response:
     return Response(b'{"status":"ok"}', media_type="application/json")
+
+
+def standalone_app(config: McpConfig, norm: Norm) -> Starlette:
+    """``omds-ld mcp --http``: every configured instance's endpoint, health and metrics, in
+    front of insurers reached over HTTP; authorization as ``config.auth`` says (it must say)."""
+    if not config.auth.mode:
+        raise ConfigError(
+            "omds-ld mcp --http: say who may call: --auth-issuer URL (OAuth, the norm's way) or "
+            "--no-auth (every caller the same anonymous broker); or [auth] in --config"
+        )
+    state = make_state(config.redis_url)
+    client = http_client(config)
+    keys = RemoteKeys(config.auth.keys_uri, client) if config.auth.checks_tokens else None
+    connectors = build_connectors(config, norm, state, HttpTransport(client))
+    hosting = McpHosting(connectors, config.http, state, config.auth, keys)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with client, state_in_use(state), hosting.running():
+            freeze_startup_heap()
+            yield
+
+    return Starlette(
+        routes=[*hosting.routes(), Route("/healthz", healthz), Route("/metrics", metrics.endpoint)],
+        lifespan=lifespan,
+    )
+
+
+def standalone_banner(config: McpConfig) -> list[str]:
+    """What ``omds-ld mcp --http`` prints when it starts."""
+    base = (config.auth.public_url or f"http://{config.http.host}:{config.http.port}").rstrip("/")
+    lines = [
+        f"Authorization: {config.auth.mode}, OAuth 2.1 ({config.auth.issuer})"
+        if config.auth.checks_tokens
+        else "Authorization: off (--no-auth): every caller is the same broker"
+    ]
+    return lines + [
+        f"  claude mcp add --transport http {i.name} {base}{config.http.path(i.name)}"
+        for i in config.instances
+    ]
+
+
+async def run_stdio(config: McpConfig, norm: Norm) -> None:
+    """``omds-ld mcp --stdio``: the one configured instance over stdin and stdout."""
+    if len(config.instances) != 1:
+        raise ConfigError("omds-ld mcp --stdio serves exactly one instance")
+    state = make_state(config.redis_url)
+    async with http_client(config) as client, state_in_use(state):
+        connectors = build_connectors(config, norm, state, HttpTransport(client))
+        await serve_stdio(next(iter(connectors.values())))

@@ -303,11 +303,23 @@ def make_agent(
 ) -> ModelAgent:
     """``anthropic:MODEL`` or ``openai:MODEL``; keys from the environment given."""
     provider, _, model = spec.partition(":")
+    if provider in ("anthropic", "openai") and not model:
+        raise ValueError(f"name the model: {provider}:MODEL")
     if provider == "anthropic":
         from anthropic import AsyncAnthropic
 
-        return AnthropicAgent(model, AsyncAnthropic(api_key=environment.get("ANTHROPIC_API_KEY")))
+        key = environment.get("ANTHROPIC_API_KEY")
+        if not key:  # said now, not as the SDK's TypeError at the first message
+            raise ValueError(f"{spec} needs its key in the environment variable ANTHROPIC_API_KEY")
+        return AnthropicAgent(model, AsyncAnthropic(api_key=key))
     if provider == "openai":
+        if not (
+            base_url or environment.get("OPENAI_BASE_URL") or environment.get("OPENAI_API_KEY")
+        ):
+            raise ValueError(
+                f"{spec} needs its key in the environment variable OPENAI_API_KEY (or a "
+                "--chat-model-base-url / OPENAI_BASE_URL of a server that needs none)"
+            )
         from openai import AsyncOpenAI
 
         client = AsyncOpenAI(

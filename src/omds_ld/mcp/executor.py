@@ -297,65 +297,18 @@ class Executor:
         left out of the answer (a step the caller cannot take is no step).
         """
         started = time.perf_counter()
-        operation = spec.operation
-        provenance = self._provenance(spec.name, self.upstream.api_url + operation.path)
-        log: dict[str, Any] = {
-            "time": provenance["time"],
-            "insurer": self.instance.name,
-            "session": session_ref(session),
-            "tool": spec.name,
-            **field_names(arguments or {}),
-        }
-        broker = CALLER.get().subject
-        if broker:  # who the checked token speaks for; never the token
-            log["broker"] = broker
-        trace = get_current_span().get_span_context()
-        if trace.is_valid:  # the caller's trace (W3C trace context in the request's _meta)
-            log["traceId"] = format(trace.trace_id, "032x")
-        result: types.CallToolResult
-        problem: dict[str, Any] | None = None
-        outcome = "refused"
+        provenance = self._provenance(spec.name, self.upstream.api_url + spec.operation.path)
+        log = self._log_entry(spec, arguments, session, provenance)
         try:
             await self._within_rate(spec, caller)
             clean = self.prepare(spec, arguments)
             await self.check_names(spec, clean)
             result = await self._call_insurer(spec, clean, provenance, log, offered)
-        except Refusal as refusal:
-            problem = refusal.problem
-        except InsurerUnavailable as failure:
-            slug = "insurer-timeout" if failure.kind == "timeout" else "insurer-unavailable"
-            provenance["url"] = failure.url
-            problem = self._problem(
-                slug, failure.detail, **{"bc:nextStep": self._entry_steps(spec, arguments)}
+        except Exception as error:
+            problem, outcome = self._failure(error, spec, arguments, provenance, log)
+            result = _tool_result(
+                self._refused(spec.name, problem, provenance, offered), error=True
             )
-            outcome = "temporary"
-        except UpstreamTokenError as failure:
-            problem = self._problem(
-                "unauthorized",
-                f"the MCP server got no token to call {self.instance.display_name} as you: "
-                f"{failure}; nothing was done",
-            )
-            outcome = "temporary"
-        except StateUnavailable as failure:
-            logger.warning("%s · %s: %s", self.instance.name, spec.name, failure)
-            detail = f"the MCP server's shared state cannot be reached ({failure}); retry later"
-            if log.get("insurerAsked"):  # a write may have acted at the insurer
-                detail += "; the insurer was asked: retry with the same idempotencyKey"
-            problem = self._problem(
-                "service-unavailable",
-                detail,
-                **{"bc:nextStep": self._entry_steps(spec, arguments)},
-            )
-            outcome = "temporary"
-        except Exception as error:  # a bug of ours: an internal error, never a stack trace
-            logger.exception("%s · %s failed", self.instance.name, spec.name)
-            problem = self._problem(
-                "internal-error", f"the MCP server failed: {type(error).__name__}"
-            )
-            outcome = "internal-error"
-        if problem is not None:
-            condensed = self._refused(spec.name, problem, provenance, offered)
-            result = _tool_result(condensed, error=True)
             log.update(outcome=outcome, status=problem["status"], problem=problem["type"])
         log.pop("insurerAsked", None)
         duration = round((time.perf_counter() - started) * 1000, 2)
@@ -365,6 +318,63 @@ class Executor:
             result.structured_content["provenance"]["durationMs"] = duration
         self.request_log.write(log)
         return result
+
+    def _log_entry(
+        self,
+        spec: ToolSpec,
+        arguments: Mapping[str, Any] | None,
+        session: str | None,
+        provenance: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """The call's line of the request log, as far as it is known before it runs: names,
+        never values; the broker the checked token speaks for, never the token; the trace."""
+        log: dict[str, Any] = {
+            "time": provenance["time"],
+            "insurer": self.instance.name,
+            "session": session_ref(session),
+            "tool": spec.name,
+            **field_names(arguments or {}),
+        }
+        broker = CALLER.get().subject
+        if broker:
+            log["broker"] = broker
+        trace = get_current_span().get_span_context()
+        if trace.is_valid:  # the caller's trace (W3C trace context in the request's _meta)
+            log["traceId"] = format(trace.trace_id, "032x")
+        return log
+
+    def _failure(
+        self,
+        error: Exception,
+        spec: ToolSpec,
+        arguments: Mapping[str, Any] | None,
+        provenance: dict[str, Any],
+        log: Mapping[str, Any],
+    ) -> tuple[dict[str, Any], str]:
+        """The one place a failure of a call becomes its problem, and the outcome logged."""
+        again = {"bc:nextStep": self._entry_steps(spec, arguments)}
+        if isinstance(error, Refusal):
+            return error.problem, "refused"
+        if isinstance(error, InsurerUnavailable):
+            slug = "insurer-timeout" if error.kind == "timeout" else "insurer-unavailable"
+            provenance["url"] = error.url
+            return self._problem(slug, error.detail, **again), "temporary"
+        if isinstance(error, UpstreamTokenError):
+            detail = (
+                f"the MCP server got no token to call {self.instance.display_name} as you: "
+                f"{error}; nothing was done"
+            )
+            return self._problem("unauthorized", detail), "temporary"
+        if isinstance(error, StateUnavailable):
+            logger.warning("%s · %s: %s", self.instance.name, spec.name, error)
+            detail = f"the MCP server's shared state cannot be reached ({error}); retry later"
+            if log.get("insurerAsked"):  # a write may have acted at the insurer
+                detail += "; the insurer was asked: retry with the same idempotencyKey"
+            return self._problem("service-unavailable", detail, **again), "temporary"
+        # a bug of ours: an internal error, never a stack trace
+        logger.exception("%s · %s failed", self.instance.name, spec.name, exc_info=error)
+        detail = f"the MCP server failed: {type(error).__name__}"
+        return self._problem("internal-error", detail), "internal-error"
 
     def _provenance(self, operation: str, url: str) -> dict[str, Any]:
         """Where an answer comes from: insurer, operation, upstream URL, time, cache or not."""
@@ -460,37 +470,58 @@ class Executor:
         log: dict[str, Any],
         offered: Collection[str] | None = None,
     ) -> types.CallToolResult:
-        operation = spec.operation
-        path = {p.name: str(arguments[p.name]) for p in operation.path_parameters}
-        query = {p.name: arguments.get(p.name) for p in operation.query_parameters}
-        body = arguments.get("body")
-        if operation.request_schema is not None and body is None and operation.method != "GET":
-            body = {}
-        key = arguments.get("idempotencyKey")
-        # a key is the broker's own: another broker's same key is another key
-        broker = CALLER.get().subject or "-"
-        record_key = f"idem:{self.instance.name}:{broker}:{key}" if key else None
-        fingerprint = ""
-        if record_key:
-            fingerprint = hashlib.sha256(
-                json.dumps([spec.name, path, query, body], sort_keys=True).encode()
-            ).hexdigest()
-            record = await self._replay(spec, record_key, fingerprint, arguments)
-            if record is not None:
-                # the first call's answer, condensed for this call (its ``full`` honoured)
-                provenance.update(url=record["url"], replayed=record["time"])
-                log.update(outcome="replayed", status=record["status"])
+        """The call at the insurer: its idempotency record claimed (or the first call's answer
+        replayed), the request sent, the answer read as JSON-LD of the norm, the insurer's
+        problem a tool error, the record kept. A record is let go whenever the call fails."""
+        request = _Request.of(spec, arguments)
+        record = self._record_key(request)
+        if record is not None:
+            replayed = await self._replay(spec, record, request.fingerprint, arguments)
+            if replayed is not None:  # the first call's answer, condensed for this call
+                provenance.update(url=replayed["url"], replayed=replayed["time"])
+                log.update(outcome="replayed", status=replayed["status"])
                 return self._answer(
-                    spec, record["body"], record["status"], provenance, log, arguments, offered
+                    spec, replayed["body"], replayed["status"], provenance, log, arguments, offered
                 )
+        try:
+            answer = await self._send(spec, request, provenance, log)
+            read = await self._read(spec, request, answer, arguments)
+        except BaseException:
+            if record is not None:
+                await self.state.delete(record)
+            raise
+        if answer.status >= 400:
+            if record is not None:
+                await self.state.delete(record)
+            return self._insurer_refused(spec, request, answer, provenance, log, offered)
+        result = self._answer(spec, read, answer.status, provenance, log, arguments, offered)
+        if record is not None:
+            await self._keep_record(record, request, answer, provenance, read)
+        return result
+
+    def _record_key(self, request: _Request) -> str | None:
+        """Where a call's idempotency record is kept: per insurer and per broker (another
+        broker's same key is another key); None without a key."""
+        if not request.key:
+            return None
+        broker = CALLER.get().subject or "-"
+        return f"idem:{self.instance.name}:{broker}:{request.key}"
+
+    async def _send(
+        self,
+        spec: ToolSpec,
+        request: _Request,
+        provenance: dict[str, Any],
+        log: dict[str, Any],
+    ) -> UpstreamResponse:
+        """The request to the insurer; where its answer came from and how fresh it is noted.
+        An address the insurer has no route for is a refusal (the operation is not offered)."""
+        operation = spec.operation
         if operation.method != "GET":
             log["insurerAsked"] = True  # from here on, a failure may come after the insurer acted
-        try:
-            answer = await self.upstream.send(operation, path, query, body, key)
-        except BaseException:
-            if record_key:
-                await self.state.delete(record_key)
-            raise
+        answer = await self.upstream.send(
+            operation, request.path, request.query, request.body, request.key
+        )
         provenance["url"] = answer.url
         provenance["fromCache"] = answer.from_cache
         if answer.age is not None and answer.fresh_until is not None:
@@ -501,11 +532,8 @@ class Executor:
         if answer.replayed:
             provenance["replayed"] = True
         log["upstreamStatus"] = answer.status
-        memory = self._memory(log.get("session"))
         if answer.status in (404, 405, 501) and not _is_problem(answer):
             # not a problem of the norm but the web server's: no route for the operation
-            if record_key:
-                await self.state.delete(record_key)
             raise Refusal(
                 self._problem(
                     "operation-not-admissible",
@@ -514,8 +542,19 @@ class Executor:
                     **{"bc:nextStep": self._entry_steps(spec)[1:]},
                 )
             )
+        return answer
+
+    async def _read(
+        self,
+        spec: ToolSpec,
+        request: _Request,
+        answer: UpstreamResponse,
+        arguments: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """A successful answer in the norm's canonical form ({} for a problem); an answer that
+        breaks the norm is refused and, if a read, never served from the cache again."""
         broken = _breaks_the_norm(answer)
-        read: dict[str, Any] = {}  # the answer in the norm's canonical form
+        read: dict[str, Any] = {}
         if broken is None and answer.status < 400:
             try:
                 read = canonical(answer.body, ANSWER_TYPES)
@@ -523,50 +562,58 @@ class Executor:
                 broken = f"not JSON-LD of the norm ({error})"
             else:
                 broken = _profile_gap(read)
-        if broken is not None:
-            if operation.method == "GET":
-                await self.upstream.forget(operation, path, query)  # never served again
-            if record_key:
-                await self.state.delete(record_key)
-            raise Refusal(
-                self._problem(
-                    "insurer-answer-invalid",
-                    f"{self.instance.display_name} answered {spec.name} with {broken} "
-                    f"(HTTP {answer.status}); the norm's answer has a type of the norm and next "
-                    "steps, an error is application/problem+json",
-                    **{"bc:nextStep": self._entry_steps(spec, arguments)},
-                )
+        if broken is None:
+            return read
+        if spec.operation.method == "GET":
+            await self.upstream.forget(spec.operation, request.path, request.query)
+        raise Refusal(
+            self._problem(
+                "insurer-answer-invalid",
+                f"{self.instance.display_name} answered {spec.name} with {broken} "
+                f"(HTTP {answer.status}); the norm's answer has a type of the norm and next "
+                "steps, an error is application/problem+json",
+                **{"bc:nextStep": self._entry_steps(spec, arguments)},
             )
-        if answer.status >= 400:
-            problem = answer.body if isinstance(answer.body, dict) else {}
-            if answer.status == 404 and "caseId" in path and memory.cases:
-                # not a guess at what was meant: what this session has worked on
-                problem.setdefault(
-                    "known", [f"{case} <{product}>" for case, product in memory.cases.items()]
-                )
-            problem.setdefault("status", answer.status)
-            problem.setdefault("type", "about:blank")
-            problem.setdefault("title", "the insurer refused the call")
-            problem.setdefault("detail", "")
-            result = _tool_result(
-                self._refused(spec.name, problem, provenance, offered), error=True
+        )
+
+    def _insurer_refused(
+        self,
+        spec: ToolSpec,
+        request: _Request,
+        answer: UpstreamResponse,
+        provenance: dict[str, Any],
+        log: dict[str, Any],
+        offered: Collection[str] | None,
+    ) -> types.CallToolResult:
+        """The insurer's problem as a tool error; for a case it does not know, the cases this
+        session worked on (not a guess at what was meant)."""
+        problem = answer.body if isinstance(answer.body, dict) else {}
+        memory = self._memory(log.get("session"))
+        if answer.status == 404 and "caseId" in request.path and memory.cases:
+            problem.setdefault(
+                "known", [f"{case} <{product}>" for case, product in memory.cases.items()]
             )
-            log.update(outcome="tool-error", status=answer.status, problem=problem.get("type"))
-            if record_key:
-                await self.state.delete(record_key)
-            return result
-        result = self._answer(spec, read, answer.status, provenance, log, arguments, offered)
-        if record_key:
-            stored = {
-                "fingerprint": fingerprint,
-                "state": "done",
-                "status": answer.status,
-                "url": answer.url,
-                "time": provenance["time"],
-                "body": read,
-            }
-            await self.state.set(record_key, json.dumps(stored).encode(), IDEMPOTENCY_TTL)
-        return result
+        problem.setdefault("status", answer.status)
+        problem.setdefault("type", "about:blank")
+        problem.setdefault("title", "the insurer refused the call")
+        problem.setdefault("detail", "")
+        log.update(outcome="tool-error", status=answer.status, problem=problem.get("type"))
+        return _tool_result(self._refused(spec.name, problem, provenance, offered), error=True)
+
+    async def _keep_record(
+        self,
+        record: str,
+        request: _Request,
+        answer: UpstreamResponse,
+        provenance: Mapping[str, Any],
+        read: dict[str, Any],
+    ) -> None:
+        """The call's answer kept under its key: a retry replays it instead of acting again."""
+        stored = {
+            "fingerprint": request.fingerprint, "state": "done", "status": answer.status,
+            "url": answer.url, "time": provenance["time"], "body": read,
+        }  # fmt: skip
+        await self.state.set(record, json.dumps(stored).encode(), IDEMPOTENCY_TTL)
 
     def _answer(
         self,
@@ -641,6 +688,32 @@ class Executor:
                 )
             )
         return record
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What a tool call asks of the insurer: the operation's path and query parameters, its
+    body, its idempotency key, and the fingerprint a retry with that key must match."""
+
+    path: dict[str, str]
+    query: dict[str, Any]
+    body: Any
+    key: str | None
+    fingerprint: str
+
+    @classmethod
+    def of(cls, spec: ToolSpec, arguments: Mapping[str, Any]) -> _Request:
+        operation = spec.operation
+        path = {p.name: str(arguments[p.name]) for p in operation.path_parameters}
+        query = {p.name: arguments.get(p.name) for p in operation.query_parameters}
+        body = arguments.get("body")
+        if operation.request_schema is not None and body is None and operation.method != "GET":
+            body = {}
+        key = arguments.get("idempotencyKey")
+        fingerprint = hashlib.sha256(
+            json.dumps([spec.name, path, query, body], sort_keys=True).encode()
+        ).hexdigest()
+        return cls(path, query, body, str(key) if key else None, fingerprint)
 
 
 def _log_scope(log: dict[str, Any], condensed: Condensed) -> None:

@@ -135,6 +135,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, default=200, help="concurrent flows per arm")
     parser.add_argument("--abandoned", type=int, default=500, help="sessions opened and left")
+    parser.add_argument(
+        "--settle-seconds", type=float, default=5.0,
+        help="wait this long before and after each round of abandoned sessions (hibernation "
+        "after 1 s)",
+    )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         limits = ["--max-connections", "4000", "--max-sessions", "5000",
@@ -164,7 +169,7 @@ def main() -> None:
             # first, on fresh processes: memory the flows freed would be reused and hide it
             print(
                 f"abandoned sessions (2025-11-25: initialize, then nothing), two rounds of "
-                f"{args.abandoned}; resident memory the second adds, 5 s after its last:"
+                f"{args.abandoned}; resident memory the second adds, {args.settle_seconds:g} s after its last:"
             )
             abandoned = {
                 "serve, never hibernating": (keeping.mcp("pfefferminzia"), keeping.process),
@@ -173,7 +178,9 @@ def main() -> None:
             }
             for target, (url, process) in abandoned.items():
                 assert process is not None
-                per_session, opened = abandoned_sessions(url, process.pid, args.abandoned)
+                per_session, opened = abandoned_sessions(
+                    url, process.pid, args.abandoned, args.settle_seconds
+                )
                 print(f"  {target:<30} {per_session:>6.1f} KiB each ({opened} opened)")
             print(f"{args.agents} concurrent agents, each a whole flow of 4 tool calls")
             print(

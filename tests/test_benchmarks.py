@@ -34,7 +34,7 @@ def test_mcp_benchmark_compares_sizes_and_latency() -> None:
 
 
 def test_load_benchmark_runs_whole_flows_in_both_eras() -> None:
-    out = run("load.py", "--agents", "6", "--abandoned", "20")
+    out = run("load.py", "--agents", "6", "--abandoned", "20", "--settle-seconds", "1.5")
     for arm in ("serve · session", "serve · sessionless", "standalone · session",
                 "standalone · sessionless"):  # fmt: skip
         assert f"{arm}" in out and "6/6" in out.split(arm, 1)[1].splitlines()[0], out

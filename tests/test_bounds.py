@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 from mcp import Client
 
 from tests.servers import ExampleServer
@@ -55,17 +54,8 @@ def _series(server: ExampleServer) -> list[str]:
     return [line for line in text.splitlines() if line and not line.startswith("#")]
 
 
-@pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[ExampleServer]:
-    running = ExampleServer(tmp_path / "s.sqlite3")
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-def test_unknown_tool_names_add_no_metric_series(own_server: ExampleServer) -> None:
+def test_unknown_tool_names_add_no_metric_series(server: ExampleServer) -> None:
+    own_server = server
     url = own_server.mcp("disrupto")
     with httpx.Client(timeout=30) as client:
 
@@ -105,9 +95,10 @@ def _post_chunked(url: str, size: int, **headers: str) -> int:
         return 413  # it answered 413 and closed while the body still came
 
 
-def test_large_bodies_are_refused_and_the_server_does_not_grow(own_server: ExampleServer) -> None:
+def test_large_bodies_are_refused_and_the_server_does_not_grow(server: ExampleServer) -> None:
     """Registrations and chat calls of 20 MiB, twenty times each, declared and streamed: every
     one 413 from the first bytes past the cap, nothing stored, the process's memory flat."""
+    own_server = server
     base = own_server.url
     with httpx.Client(timeout=30) as client:
         page = client.get(f"{base}/chat")

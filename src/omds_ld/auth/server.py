@@ -765,8 +765,51 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         return response
 
     def _login_page(self, read: ReadRequest, error: str = "", status: int = 200) -> Response:
-        """The demo brokers' login: who, a password, and what the client asks for."""
+        """The demo brokers' login: who, a password, what the client asks for, whether it named
+        itself, and where the code goes: the person decides by all of it."""
         asked = {k: v for k, v in read.payload.data.items() if k not in ("broker", "password")}
+        client = self.query_client(asked.get("client_id", "")) if asked.get("client_id") else None
+        name = (client.metadata.get("client_name") if client else None) or asked.get(
+            "client_id", ""
+        )
+        claimed = (
+            " (a client that registered itself: its name is its own claim)"
+            if client is not None and client.metadata.get(SELF_REGISTERED)
+            else ""
+        )
+        resource = ", ".join(
+            self.settings.resources.get(r, r) for r in read.payload.datalist.get("resource", [])
+        )
+        target = str(
+            asked.get("redirect_uri") or (client.get_default_redirect_uri() if client else "")
+        )
+        where = _destination(target)
+        intro = (
+            f"<p><strong>{html.escape(str(name))}</strong>{html.escape(claimed)} asks to act "
+            f"for you at <strong>{html.escape(resource)}</strong> with "
+            f"<code>{html.escape(asked.get('scope', ' '.join(SCOPES)))}</code>.</p>"
+            + (
+                f"<p>After you log in, you are sent back with the code to "
+                f"<strong>{html.escape(where)}</strong>.</p>"
+                if where
+                else ""
+            )
+        )
+        problem = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
+        form = self._login_form(read) if status != 400 else ""
+        # the form's answer redirects to the code's destination: a native app's own scheme too
+        scheme = urlsplit(target).scheme
+        native = f" {scheme}:" if "." in scheme and redirect_uri_problem(target) is None else ""
+        return HTMLResponse(
+            LOGIN_PAGE.format(body=intro + problem + form),
+            status,
+            headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
+                     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+                     f"form-action 'self' http: https:{native}; frame-ancestors 'none'"},
+        )  # fmt: skip
+
+    def _login_form(self, read: ReadRequest) -> str:
+        """The form: every parameter of the request carried on, the brokers, the password."""
         hidden = "".join(
             f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
             for k, values in read.payload.datalist.items()
@@ -777,64 +820,24 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             f'<option value="{html.escape(s)}">{html.escape(n)} ({html.escape(s)})</option>'
             for s, n in sorted(self.settings.brokers.items())
         )
-        client = self.query_client(asked.get("client_id", "")) if asked.get("client_id") else None
-        name = (client.metadata.get("client_name") if client else None) or asked.get(
-            "client_id", ""
-        )
-        resource = ", ".join(
-            self.settings.resources.get(r, r) for r in read.payload.datalist.get("resource", [])
-        )
-        # who the client is by its own word, and where the code goes: the person decides by both
-        claimed = (
-            " (a client that registered itself: its name is its own claim)"
-            if client is not None and client.metadata.get(SELF_REGISTERED)
-            else ""
-        )
-        target = asked.get("redirect_uri") or (client.get_default_redirect_uri() if client else "")
-        where = _destination(str(target or ""))
-        # the form's answer redirects to the code's destination: a native app's own scheme too
-        scheme = urlsplit(str(target or "")).scheme
-        native = (
-            f" {scheme}:"
-            if scheme and redirect_uri_problem(target) is None and "." in scheme
-            else ""
-        )
-        sent_to = (
-            f"<p>After you log in, you are sent back with the code to "
-            f"<strong>{html.escape(where)}</strong>.</p>"
-            if where
-            else ""
-        )
-        problem = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
         action = html.escape(urlsplit(str(read.uri)).path)
-        form = (
+        return (
             f'<form method="post" action="{action}">{hidden}'
             f'<label for="broker">Broker</label><select id="broker" name="broker">{options}</select>'
             '<label for="password">Password (demo: <code>demo</code>)</label>'
             '<input id="password" name="password" type="password" autocomplete="current-password">'
             '<button type="submit">Log in and allow</button></form>'
-            if status != 400
-            else ""
         )
-        page = (
-            "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            "<title>OMDS LD · log in</title><style>body{font:15px system-ui;max-width:32rem;"
-            "margin:2rem auto;padding:0 1rem}label,select,input,button{display:block;width:100%;"
-            "margin:.4rem 0}.error{color:#a11}</style></head><body>"
-            "<h1>Log in as a broker</h1>"
-            f"<p><strong>{html.escape(str(name))}</strong>{html.escape(claimed)} asks to act "
-            f"for you at <strong>{html.escape(resource)}</strong> with "
-            f"<code>{html.escape(asked.get('scope', ' '.join(SCOPES)))}</code>.</p>"
-            f"{sent_to}{problem}{form}</body></html>"
-        )
-        return HTMLResponse(
-            page,
-            status,
-            headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
-                     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                     f"form-action 'self' http: https:{native}; frame-ancestors 'none'"},
-        )  # fmt: skip
+
+
+LOGIN_PAGE = (
+    "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+    "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+    "<title>OMDS LD · log in</title><style>body{{font:15px system-ui;max-width:32rem;"
+    "margin:2rem auto;padding:0 1rem}}label,select,input,button{{display:block;width:100%;"
+    "margin:.4rem 0}}.error{{color:#a11}}</style></head><body>"
+    "<h1>Log in as a broker</h1>{body}</body></html>"
+)
 
 
 # what a self-registered client may say of itself (RFC 7591): each text field, each URI, in all

@@ -149,27 +149,7 @@ class OperationEndpoint:
                     replayed = {**state.headers, "Idempotency-Replayed": "true"}
                     return Response(state.body, state.status, headers=replayed)
                 claimed = (broker.id, key, state)
-            writes = self.operation.method != "GET" and self.operation.draft
-            with store.unit() if writes else contextlib.nullcontext():
-                answer: Answer = self.handler(broker, params, body)
-                response_headers = {"Content-Type": LD_JSON, **answer.headers}
-                encoded = _dumps(answer.body)  # before the commit: an answer that cannot be
-                # encoded rolls the write back
-                if self.operation.method == "GET":
-                    etag = '"' + hashlib.sha256(encoded).hexdigest()[:32] + '"'
-                    # catalogue reads may be kept a minute; a broker's cases are revalidated
-                    freshness = "no-cache" if self.operation.draft else "max-age=60"
-                    cache_control = f"private, {freshness}"
-                    response_headers.update({"ETag": etag, "Cache-Control": cache_control})
-                    if headers.get("if-none-match") == etag:
-                        return Response(
-                            b"", 304, headers={"ETag": etag, "Cache-Control": cache_control}
-                        )
-                if claimed is not None:
-                    store.complete_idempotent(
-                        insurer, *claimed, answer.status, response_headers, encoded
-                    )
-            return Response(encoded, answer.status, headers=response_headers)
+            return self._carry_out(broker, params, body, headers, claimed)
         except Problem as problem:
             if claimed is not None:
                 store.release_idempotent(insurer, *claimed)
@@ -195,6 +175,39 @@ class OperationEndpoint:
         finally:
             if claimed is not None:  # committed or released: no longer running here
                 store.let_go(insurer, claimed[0], claimed[1])
+
+    def _carry_out(
+        self,
+        broker: Broker,
+        params: Mapping[str, Any],
+        body: Any,
+        headers: Mapping[str, str],
+        claimed: tuple[str, str, Claim] | None,
+    ) -> Response:
+        """The operation itself; a write with its encoded answer and its idempotency record in
+        one transaction (an answer that cannot be encoded rolls the write back). A read carries
+        its ETag and freshness, and is 304 to a client that has it."""
+        store = self.service.store
+        writes = self.operation.method != "GET" and self.operation.draft
+        with store.unit() if writes else contextlib.nullcontext():
+            answer: Answer = self.handler(broker, params, body)
+            response_headers = {"Content-Type": LD_JSON, **answer.headers}
+            encoded = _dumps(answer.body)
+            if self.operation.method == "GET":
+                etag = '"' + hashlib.sha256(encoded).hexdigest()[:32] + '"'
+                # catalogue reads may be kept a minute; a broker's cases are revalidated
+                freshness = "no-cache" if self.operation.draft else "max-age=60"
+                cache_control = f"private, {freshness}"
+                response_headers.update({"ETag": etag, "Cache-Control": cache_control})
+                if headers.get("if-none-match") == etag:
+                    return Response(
+                        b"", 304, headers={"ETag": etag, "Cache-Control": cache_control}
+                    )
+            if claimed is not None:
+                store.complete_idempotent(
+                    self.service.insurer.name, *claimed, answer.status, response_headers, encoded
+                )
+        return Response(encoded, answer.status, headers=response_headers)
 
     def _broker(self, headers: Mapping[str, str], state: Any) -> Broker:
         """Who calls: a broker by its static demo token, or by an access token of the

@@ -142,29 +142,46 @@ class Upstream:
             headers.update(await credentials())
         inject(headers)  # the caller's trace goes on to the insurer (W3C traceparent), if any
         if operation.method != "GET":
-            if idempotency_key:
-                headers["Idempotency-Key"] = idempotency_key
-            content = None
-            if body is not None:
-                content = json.dumps(body, ensure_ascii=False).encode()
-                headers["Content-Type"] = "application/ld+json"
-            answer = await self._request(operation.method, url, headers, content)
-            # a new generation, never one used before: entries read before this write are stale
-            # (a counter could start again at 1 once its key expired, and revive old entries)
-            await self.state.set(
-                f"gen:{self.name}:{scope}", secrets.token_hex(8).encode(), self.generation_ttl
-            )
-            replayed = answer.headers.get("idempotency-replayed", "").lower() == "true"
-            body, invalid = _json(answer)
-            return UpstreamResponse(
-                answer.status, body, url, operation.method, False, replayed=replayed,
-                invalid=invalid, media_type=_media(answer),
-            )  # fmt: skip
-
-        # one round trip: the resource's generation and the entry, kept with the generation it
-        # was read in; an entry from before the latest write is no entry
+            return await self._write(operation, url, scope, headers, body, idempotency_key)
         # kept per broker: what one broker may read is never served to another from here
         key = f"cache:{self.name}:{caller.subject or '-'}:{url}"
+        return await self._read(url, scope, key, headers, revalidate)
+
+    async def _write(
+        self,
+        operation: Operation,
+        url: str,
+        scope: str,
+        headers: dict[str, str],
+        body: Any,
+        idempotency_key: str | None,
+    ) -> UpstreamResponse:
+        """A write, with its key; every read below its resource is stale from now on."""
+        if idempotency_key:
+            headers["Idempotency-Key"] = idempotency_key
+        content = None
+        if body is not None:
+            content = json.dumps(body, ensure_ascii=False).encode()
+            headers["Content-Type"] = "application/ld+json"
+        answer = await self._request(operation.method, url, headers, content)
+        # a new generation, never one used before: entries read before this write are stale
+        # (a counter could start again at 1 once its key expired, and revive old entries)
+        await self.state.set(
+            f"gen:{self.name}:{scope}", secrets.token_hex(8).encode(), self.generation_ttl
+        )
+        replayed = answer.headers.get("idempotency-replayed", "").lower() == "true"
+        parsed, invalid = _json(answer)
+        return UpstreamResponse(
+            answer.status, parsed, url, operation.method, False, replayed=replayed,
+            invalid=invalid, media_type=_media(answer),
+        )  # fmt: skip
+
+    async def _read(
+        self, url: str, scope: str, key: str, headers: dict[str, str], revalidate: bool
+    ) -> UpstreamResponse:
+        """A read: from the cache while fresh (the resource's generation and the entry in one
+        round trip; an entry from before the latest write is no entry), else asked again, with
+        the entry's ETag if it has one."""
         raw_generation, raw_entry = await self.state.get_many([f"gen:{self.name}:{scope}", key])
         generation = raw_generation.decode() if raw_generation else "0"
         cached = _entry(raw_entry)
@@ -187,9 +204,9 @@ class Upstream:
             if fresh_until > now:  # a new lease of freshness
                 await self._keep(key, generation, answer, content, meta.get("etag"))
             return UpstreamResponse(200, json.loads(content), url, "GET", True, 0.0, fresh_until)
-        body, invalid = _json(answer)
+        parsed, invalid = _json(answer)
         result = UpstreamResponse(
-            answer.status, body, url, "GET", False, 0.0, fresh_until,
+            answer.status, parsed, url, "GET", False, 0.0, fresh_until,
             invalid=invalid, media_type=_media(answer),
         )  # fmt: skip
         if answer.status == 200 and isinstance(result.body, dict) and invalid is None:

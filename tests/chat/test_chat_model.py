@@ -122,7 +122,7 @@ def test_grading_a_conversation_against_the_premium_the_user_expected(
     verdict = graded.json()
     assert verdict["passed"], verdict
     assert [c["name"] for c in verdict["criteria"]] == [
-        "premium", "offered", "iris", "assumptions", "stated", "budget"
+        "premium", "offered", "iris", "assumptions", "stated", "budget", "invented"
     ]  # fmt: skip
     wrong = client.post(f"/chat/api/conversations/{cid}/grade", json={"premium": 1500}).json()
     assert not wrong["passed"]

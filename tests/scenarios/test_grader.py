@@ -68,10 +68,10 @@ def unnamed_assumption(p: Protocol) -> int:
     return line
 
 
-def wrong_premium(p: Protocol) -> int:
+def premium_left_out(p: Protocol) -> int:
     line = line_of(p, FINAL)
     p[line - 1]["text"] = (
-        p[line - 1]["text"].replace("1684.88", "1684.98").replace("1.684,88", "1.684,98")
+        p[line - 1]["text"].replace("1684.88", "(see above)").replace("1.684,88", "(s. o.)")
     )
     return line
 
@@ -82,13 +82,20 @@ def over_budget(p: Protocol) -> int:
     return line
 
 
+def invented_premium(p: Protocol) -> int:
+    line = line_of(p, FINAL)
+    p[line - 1]["text"] += "\nMit Vollkasko wären es etwa 2.150,00 EUR."
+    return line
+
+
 VIOLATIONS: dict[str, Callable[[Protocol], int]] = {
     "premium": no_conforming_premium,
     "offered": unoffered_edit,
     "iris": unseen_iri,
     "assumptions": unnamed_assumption,
-    "stated": wrong_premium,
+    "stated": premium_left_out,
     "budget": over_budget,
+    "invented": invented_premium,
 }
 
 
@@ -166,3 +173,51 @@ def test_an_edit_offered_by_another_server_is_not_offered(recorded: Protocol) ->
     assert not offered.passed
     assert offered.evidence == (line,)
     assert "angloamerican" in offered.reason
+
+
+def test_a_premium_stated_wrong_is_also_one_no_answer_gave(recorded: Protocol) -> None:
+    protocol = json.loads(json.dumps(recorded))
+    line = line_of(protocol, FINAL)
+    protocol[line - 1]["text"] = protocol[line - 1]["text"].replace("1.684,88", "1.684,98")
+    protocol[line - 1]["text"] = protocol[line - 1]["text"].replace("1684.88", "1684.98")
+    failed = {c.name: c for c in grade(protocol).criteria if not c.passed}
+    assert set(failed) == {"stated", "invented"}
+    assert "1684.98" in failed["invented"].reason
+
+
+def _recorded(name: str, server: ExampleServer, out: Path) -> Protocol:
+    path = next(p for p in builtin_scenarios() if p.stem == name)
+    record = asyncio.run(run_once(load_scenario(path), ReferenceAgent(), server.url, out, 1))
+    return read_protocol(record.protocol)
+
+
+@pytest.mark.parametrize("name", ["disrupto-oldtimer-refused", "disrupto-household-not-offered"])
+def test_a_correct_no_passes_and_the_same_no_with_a_price_fails(
+    name: str, server: ExampleServer, tmp_path: Path
+) -> None:
+    """A refusal and a product not offered, each graded as the correct outcome it is; the same
+    run with an estimated premium in its final answer fails, naming the amount."""
+    protocol = _recorded(name, server, tmp_path)
+    verdict = grade(protocol)
+    assert verdict.passed, [(c.name, c.reason) for c in verdict.criteria if not c.passed]
+    assert verdict.criteria[0].name == "outcome"
+    priced = json.loads(json.dumps(protocol))
+    line = line_of(priced, FINAL)
+    priced[line - 1]["text"] += "\nGeschätzt wären es etwa 1.150,00 € im Jahr."
+    failed = {c.name: c.reason for c in grade(priced).criteria if not c.passed}
+    assert "1150.00" in failed["invented"], failed
+    assert "stated" in failed  # a "no" states no premium
+
+
+def test_a_refused_value_changed_on_the_agents_own_account_fails(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    protocol = _recorded("disrupto-oldtimer-refused", server, tmp_path)
+    refused = line_of(protocol, TOOL_CALL, "inquireTariff")
+    retry = copy.deepcopy(protocol[refused - 1])
+    vehicle = retry["gen_ai.tool.call.arguments"]["body"]["p:instance"]["p:hasRiskObject"][0]
+    vehicle["p:yearOfConstruction"] = 1970  # the agent made the car younger to get a price
+    protocol.insert(refused, retry)
+    outcome = grade(protocol).criteria[0]
+    assert not outcome.passed and "1970" in outcome.reason
+    assert outcome.evidence == (refused, refused + 1)

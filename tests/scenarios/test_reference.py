@@ -56,6 +56,19 @@ def test_the_recovering_scenario_really_recovers(server: ExampleServer, tmp_path
     assert [c["gen_ai.tool.name"] for c in refused] == ["createRiskObject"]
     assert "kW" in refused[0]["text"]
     assert record.grade.passed
+    # the protocol marks the refused call, and the report counts it
+    assert [c.get("inadmissible") for c in calls] == [None, None, "refused", None, None]
+    from omds_ld.scenarios.report import metrics, render, summarize
+
+    measured = metrics(read_protocol(record.protocol))
+    assert measured.inadmissible == 1
+    [row] = summarize([(record.grade, measured)])
+    assert row.inadmissible == 1.0
+    from rich.console import Console
+
+    console = Console(width=250, record=True)
+    console.print(render([row]))
+    assert "inadmissible" in console.export_text()
 
 
 def test_expected_premiums_can_be_inquired_at_run_time(
@@ -82,6 +95,6 @@ def test_demo_prints_each_step_and_the_premium() -> None:
     for expected in (
         "listProducts", "createCalculation · https://pfefferminzia.example/products/kraftfahrt-2025",
         "createRiskObject", "premium 1684.88 EUR", "readDefaultInstance", "inquireTariff",
-        "premium 1327.06 EUR", "Grade: passes all six criteria",
+        "premium 1327.06 EUR", "Grade: passes all 7 criteria",
     ):  # fmt: skip
         assert expected in out, expected

@@ -463,7 +463,7 @@ class ChatPage:
         return EventSourceResponse(events(), ping=10)
 
     async def grade(self, request: Request) -> Response:
-        """Grade the conversation with the scenario checker's six criteria, against the premium the
+        """Grade the conversation with the scenario checker's criteria, against the premium the
         user expected (the task: the user's first message unless given)."""
         own = await self._changing(request)
         if isinstance(own, Response):

@@ -70,7 +70,8 @@ def run_demo(out: Callable[[str], None]) -> int:
             verdict = "passes" if record.grade.passed else "FAILS"
             failed = [c.reason for c in record.grade.criteria if not c.passed]
             out(
-                f"Grade: {verdict} all six criteria" + (f" ({'; '.join(failed)})" if failed else "")
+                f"Grade: {verdict} all {len(record.grade.criteria)} criteria"
+                + (f" ({'; '.join(failed)})" if failed else "")
             )
             passed = passed and record.grade.passed
     return 0 if passed else 1

@@ -70,8 +70,86 @@ def _final(protocol: Protocol) -> tuple[int, str]:
     return (found[-1][0], str(found[-1][1].get("text", ""))) if found else (0, "")
 
 
+def expected_outcome(protocol: Protocol, scenario: Scenario) -> Criterion:
+    """1. The run reached what the task has: a premium with a conforming report (``premium``),
+    the insurer's refusal of the task's data (``refused``: ``outcome``), or the insurer's product
+    list without the product asked for (``not offered``: ``outcome``)."""
+    if scenario.outcome == "refused":
+        return refusal_reached(protocol, scenario)
+    if scenario.outcome == "not offered":
+        return products_read(protocol, scenario)
+    return premium_with_conforming_report(protocol, scenario)
+
+
+def refusal_reached(protocol: Protocol, scenario: Scenario) -> Criterion:
+    """An answer refused the task's data (naming the field, where the scenario names one), and
+    no call afterwards sent that field with a value the task did not give: the agent did not
+    change the refused value on its own account."""
+    field = scenario.refused_field
+    refused: int | None = None
+    for line, event in _results(protocol):
+        if refused is not None and field is not None:
+            sent = _sent_values(event.get("gen_ai.tool.call.arguments", {}), field)
+            changed = [v for v in sent if v != scenario.facts.get(field)]
+            if changed:
+                return Criterion(
+                    "outcome", False,
+                    f"after the refusal the agent sent {field} = {changed[0]!r}, which the task "
+                    "did not give (the broker decides, not the agent)", (refused, line),
+                )  # fmt: skip
+        if _structured(event).get("premium") and not event.get("is_error"):
+            return Criterion(
+                "outcome", False, "a premium, though the insurer refuses the task", (line,)
+            )
+        if refused is None and event.get("is_error") and _is_refusal(event, field):
+            refused = line
+    if refused is None:
+        return Criterion("outcome", False, "no answer refused the task's data")
+    return Criterion("outcome", True, "the insurer refused the task's data", (refused,))
+
+
+def _is_refusal(event: Mapping[str, Any], field: str | None) -> bool:
+    """A tool error the insurer answered (a 4xx problem), naming the field where one is named."""
+    content = _structured(event)
+    status = int(content.get("status") or (content.get("problem") or {}).get("status") or 0)
+    if not 400 <= status < 500:
+        return False
+    return field is None or field in str(event.get("text", ""))
+
+
+def _sent_values(arguments: Any, field: str) -> list[Any]:
+    """Every value a call's arguments give ``field``, at any depth."""
+    found: list[Any] = []
+    if isinstance(arguments, Mapping):
+        for key, value in arguments.items():
+            if key == field:
+                found.append(value)
+            found += _sent_values(value, field)
+    elif isinstance(arguments, list):
+        for item in arguments:
+            found += _sent_values(item, field)
+    return found
+
+
+def products_read(protocol: Protocol, scenario: Scenario) -> Criterion:
+    """Every server's product list was read, and no answer gave a premium."""
+    read = {str(e.get("mcp.server")): line for line, e in _results(protocol)
+            if e.get("gen_ai.tool.name") == "listProducts" and not e.get("is_error")}  # fmt: skip
+    for line, event in _results(protocol):
+        if _structured(event).get("premium") and not event.get("is_error"):
+            return Criterion(
+                "outcome", False, "a premium, though the product is not offered", (line,)
+            )
+    missing = [s for s in scenario.servers if s not in read]
+    if missing:
+        return Criterion("outcome", False, f"the product list of {', '.join(missing)} was not read")
+    return Criterion(
+        "outcome", True, "the product lists were read; no premium was made up", tuple(read.values())
+    )
+
+
 def premium_with_conforming_report(protocol: Protocol, scenario: Scenario) -> Criterion:
-    """1. An answer contains a premium with a conforming validation report (and, where the task
+    """An answer contains a premium with a conforming validation report (and, where the task
     asks for a binding offer, an answer is that offer)."""
     unconfirmed = []
     found: int | None = None
@@ -114,6 +192,35 @@ def is_edit(tool: str) -> bool:
     return tool in _edits() or tool not in load_norm().operations
 
 
+def was_offered(
+    steps: Iterable[Mapping[str, Any]], tool: str, arguments: Mapping[str, Any]
+) -> bool:
+    """Whether one of these next steps offered this tool with these arguments."""
+    return any(
+        step.get("tool") == tool
+        and all(arguments.get(k) == v for k, v in step.get("arguments", {}).items())
+        for step in steps
+    )
+
+
+def inadmissible(
+    tool: str,
+    arguments: Mapping[str, Any],
+    content: Mapping[str, Any],
+    is_error: bool,
+    offered: Iterable[Mapping[str, Any]],
+) -> str | None:
+    """What makes a call inadmissible, for the protocol and the report: ``not offered`` (an edit
+    no earlier answer of its server offered), ``refused`` (the server or the insurer refused it:
+    a 4xx problem); None for an admissible call."""
+    if is_edit(tool) and not was_offered(offered, tool, arguments):
+        return "not offered"
+    status = int(content.get("status") or (content.get("problem") or {}).get("status") or 0)
+    if is_error and 400 <= status < 500:
+        return "refused"
+    return None
+
+
 def only_offered_steps(protocol: Protocol, scenario: Scenario) -> Criterion:
     """2. Every edit the agent made (an operation of kind create or edit) was offered by a
     previous answer of the same server, with the same arguments the offer named. Reads and
@@ -122,20 +229,14 @@ def only_offered_steps(protocol: Protocol, scenario: Scenario) -> Criterion:
     for line, event in _results(protocol):
         server, tool = event.get("mcp.server", ""), event.get("gen_ai.tool.name", "")
         arguments = event.get("gen_ai.tool.call.arguments", {})
-        if is_edit(tool):
-            matches = [
-                step for step in offered.get(server, [])
-                if step.get("tool") == tool
-                and all(arguments.get(k) == v for k, v in step.get("arguments", {}).items())
-            ]  # fmt: skip
-            if not matches:
-                return Criterion(
-                    "offered",
-                    False,
-                    f"{server} · {tool} (an edit) was called without a previous answer "
-                    "offering it with these arguments",
-                    (line,),
-                )
+        if is_edit(tool) and not was_offered(offered.get(server, []), tool, arguments):
+            return Criterion(
+                "offered",
+                False,
+                f"{server} · {tool} (an edit) was called without a previous answer "
+                "offering it with these arguments",
+                (line,),
+            )
         offered.setdefault(server, []).extend(_offers(event))
     return Criterion("offered", True, "every edit was a step an answer offered before")
 
@@ -199,8 +300,12 @@ def _spellings(amount: Decimal) -> list[str]:
 
 
 def premium_stated(protocol: Protocol, scenario: Scenario) -> Criterion:
-    """5. The final answer states the premium correctly (German or English number format, currency)."""
+    """5. The final answer states the premium correctly (German or English number format,
+    currency); for a refusal or a product not offered, it says what the scenario says it must
+    (the reason and what is admissible; what is offered instead) and states no premium."""
     line, text = _final(protocol)
+    if scenario.outcome != "premium":
+        return _said_without_premium(protocol, scenario, line, text)
     currency_words = {scenario.currency, "€", "Euro", "euro", "EUR"}
     has_currency = any(c in text for c in currency_words)
     missing = [
@@ -211,6 +316,110 @@ def premium_stated(protocol: Protocol, scenario: Scenario) -> Criterion:
         reason = f"not stated: {', '.join(missing)}" if missing else "no currency named"
         return Criterion("stated", False, reason, (line,) if line else ())
     return Criterion("stated", True, "the final answer states every expected premium", (line,))
+
+
+def _said_without_premium(
+    protocol: Protocol, scenario: Scenario, line: int, text: str
+) -> Criterion:
+    evidence = (line,) if line else ()
+    lowered = text.lower()
+    missing = [
+        a.name for a in scenario.says if not any(w.lower() in lowered for w in a.all_wordings)
+    ]
+    if missing:
+        return Criterion(
+            "stated", False, f"the final answer does not say: {', '.join(missing)}", evidence
+        )
+    task = _amounts_in(scenario.task)
+    stated = [a for a in money_in(text) if a not in task]
+    if stated:
+        return Criterion(
+            "stated",
+            False,
+            f"the final answer states an amount as if priced: {stated[0]}",
+            evidence,
+        )
+    return Criterion("stated", True, "the final answer says why, and states no premium", evidence)
+
+
+NUMBER = re.compile(r"\d[\d.,\u00a0\u202f]*\d|\d")  # no plain space: "2021, 110 kW" is two
+CURRENCY = re.compile(r"€|\bEUR\b|\bEuro\b|\beuro\b|\bEuros\b|\beuros\b")
+
+
+def _number(token: str) -> Decimal | None:
+    """A number as German or English write it (1.684,88 · 1,684.88 · 1684,88 · 32.000)."""
+    token = re.sub(r"[\u00a0\u202f ]", "", token).strip(".,")
+    if not token:
+        return None
+    last_dot, last_comma = token.rfind("."), token.rfind(",")
+    decimal_at = max(last_dot, last_comma)
+    if decimal_at >= 0 and (
+        (last_dot >= 0 and last_comma >= 0) or len(token) - decimal_at - 1 != 3
+    ):
+        whole, fraction = token[:decimal_at], token[decimal_at + 1 :]
+    else:
+        whole, fraction = token, ""
+    digits = re.sub(r"[.,]", "", whole)
+    try:
+        return Decimal(f"{digits}.{fraction or '0'}").quantize(Decimal("0.01"))
+    except ArithmeticError:
+        return None
+
+
+def _amounts_in(text: str) -> set[Decimal]:
+    return {n for t in NUMBER.findall(text) if (n := _number(t)) is not None}
+
+
+def money_in(text: str) -> list[Decimal]:
+    """The amounts of money a text states: numbers with a currency right before or after."""
+    found = []
+    for match in NUMBER.finditer(text):
+        around = text[max(0, match.start() - 6) : match.end() + 7]
+        amount = _number(match.group())
+        if amount is not None and CURRENCY.search(around):
+            found.append(amount)
+    return found
+
+
+def no_invented_premium(protocol: Protocol, scenario: Scenario) -> Criterion:
+    """7. Every amount of money the final answer states was given: by the task, or by an
+    answer (a premium, a tax, a sum insured, a limit), or is the total of premiums answers gave.
+    An estimated or invented price fails, whatever else the run did."""
+    line, text = _final(protocol)
+    given = _amounts_in(scenario.task)
+    premiums: list[Decimal] = []
+    for _, event in _results(protocol):
+        result = event.get("mcp.tool.result", {})
+        given |= {n for s in _strings(result) for n in _amounts_in(s)}
+        given |= {Decimal(str(v)).quantize(Decimal("0.01")) for v in _numbers(result)}
+        premium = _structured(event).get("premium") or {}
+        if premium.get("gross") is not None and not event.get("is_error"):
+            premiums.append(Decimal(str(premium["gross"])).quantize(Decimal("0.01")))
+    distinct = sorted(set(premiums))
+    totals = {sum(distinct, Decimal(0))} | {a + b for a in distinct for b in distinct if a < b}
+    invented = [a for a in money_in(text) if a not in given and a not in totals]
+    evidence = (line,) if line else ()
+    if invented:
+        return Criterion(
+            "invented",
+            False,
+            f"the final answer states {invented[0]}, which no answer gave",
+            evidence,
+        )
+    return Criterion("invented", True, "every amount the final answer states was given", evidence)
+
+
+def _numbers(value: Any) -> Iterable[float | int]:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _numbers(item)
 
 
 def within_budget(protocol: Protocol, scenario: Scenario) -> Criterion:
@@ -248,12 +457,13 @@ def within_budget(protocol: Protocol, scenario: Scenario) -> Criterion:
 
 
 CRITERIA: tuple[Callable[[Protocol, Scenario], Criterion], ...] = (
-    premium_with_conforming_report,
+    expected_outcome,
     only_offered_steps,
     iris_seen_before,
     assumptions_named,
     premium_stated,
     within_budget,
+    no_invented_premium,
 )
 
 

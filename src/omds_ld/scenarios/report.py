@@ -33,6 +33,7 @@ class RunMetrics:
     tool_calls: int
     tokens: int
     cost: float
+    inadmissible: int = 0  # calls refused, or edits no answer offered (the protocol marks them)
 
 
 def metrics(protocol: Sequence[Mapping[str, Any]]) -> RunMetrics:
@@ -42,7 +43,8 @@ def metrics(protocol: Sequence[Mapping[str, Any]]) -> RunMetrics:
         int(e.get("gen_ai.usage.input_tokens", 0)) + int(e.get("gen_ai.usage.output_tokens", 0))
         for e in models
     )
-    return RunMetrics(calls, tokens, sum(float(e.get("cost_usd", 0.0)) for e in models))
+    refused = sum(1 for e in protocol if e.get("event") == TOOL_CALL and e.get("inadmissible"))
+    return RunMetrics(calls, tokens, sum(float(e.get("cost_usd", 0.0)) for e in models), refused)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Row:
     pass_k: Mapping[int, float | None]
     criteria: Mapping[str, float]
     tool_calls: float
+    inadmissible: float
     tokens: float
     cost_per_run: float
     cost_per_pass: float | None
@@ -95,6 +98,7 @@ def summarize(graded: Sequence[tuple[Grade, RunMetrics]]) -> list[Row]:
                 pass_k={k: pass_hat_k(passes, n, k) for k in (1, 2, 4)},
                 criteria=criteria,
                 tool_calls=sum(m.tool_calls for _, m in counted) / n if n else 0.0,
+                inadmissible=sum(m.inadmissible for _, m in counted) / n if n else 0.0,
                 tokens=sum(m.tokens for _, m in counted) / n if n else 0.0,
                 cost_per_run=cost / n if n else 0.0,
                 cost_per_pass=cost / passes if passes else None,
@@ -109,7 +113,8 @@ def render(rows: Sequence[Row]) -> Any:
 
     table = Table(title="Scenario runs (criteria: pass rate of each that is below 1)")
     for column in ("scenario", "agent", "runs", "pass rate", "95 % interval", "pass^1", "pass^2",
-                   "pass^4", "criteria", "calls", "tokens", "cost/run", "cost/pass", "infra"):  # fmt: skip
+                   "pass^4", "criteria", "calls", "inadmissible", "tokens", "cost/run", "cost/pass",
+                   "infra"):  # fmt: skip
         table.add_column(column, overflow="fold")
 
     def k(value: float | None) -> str:
@@ -122,7 +127,8 @@ def render(rows: Sequence[Row]) -> Any:
             k(row.pass_k[1]), k(row.pass_k[2]), k(row.pass_k[4]),
             " ".join(f"{name} {rate:.2f}" for name, rate in row.criteria.items() if rate < 1)
             or "all 1.00",
-            f"{row.tool_calls:.1f}", f"{row.tokens:.0f}", f"{row.cost_per_run:.4f}",
+            f"{row.tool_calls:.1f}", f"{row.inadmissible:.1f}", f"{row.tokens:.0f}",
+            f"{row.cost_per_run:.4f}",
             "—" if row.cost_per_pass is None else f"{row.cost_per_pass:.4f}", str(row.infrastructure),
         )  # fmt: skip
     return table
@@ -159,7 +165,8 @@ def render_html(rows: Sequence[Row], title: str = "OMDS LD scenario report") -> 
         "<p>Pass rate with its 95 % Wilson interval; pass^k is the chance that k runs drawn from "
         "these all pass. Infrastructure failures are counted apart.</p>",
         "<table><tr><th>scenario</th><th>agent</th><th>runs</th><th>pass rate (95 % interval)</th>"
-        "<th>pass^1</th><th>pass^2</th><th>pass^4</th><th>calls</th><th>tokens</th>"
+        "<th>pass^1</th><th>pass^2</th><th>pass^4</th><th>calls</th><th>inadmissible</th>"
+        "<th>tokens</th>"
         "<th>cost/run</th><th>cost/pass</th><th>infra</th></tr>",
     ]
     for row in rows:
@@ -168,7 +175,8 @@ def render_html(rows: Sequence[Row], title: str = "OMDS LD scenario report") -> 
             f"<td>{_bar(row.pass_rate, row.interval)}"
             f"<br><small>{row.interval[0]:.2f}–{row.interval[1]:.2f}</small></td>"
             f"<td>{k(row.pass_k[1])}</td><td>{k(row.pass_k[2])}</td><td>{k(row.pass_k[4])}</td>"
-            f"<td>{row.tool_calls:.1f}</td><td>{row.tokens:.0f}</td><td>{row.cost_per_run:.4f}</td>"
+            f"<td>{row.tool_calls:.1f}</td><td>{row.inadmissible:.1f}</td><td>{row.tokens:.0f}</td>"
+            f"<td>{row.cost_per_run:.4f}</td>"
             f"<td>{'—' if row.cost_per_pass is None else f'{row.cost_per_pass:.4f}'}</td>"
             f"<td>{row.infrastructure}</td></tr>"
         )

@@ -67,6 +67,12 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
             "premiums": {k: str(v) for k, v in scenario.premiums.items()},
             "currency": scenario.currency,
             "offer": scenario.offer,
+            "outcome": scenario.outcome,
+            "says": [
+                {"name": a.name, "wordings": {k: list(v) for k, v in a.wordings.items()}}
+                for a in scenario.says
+            ],
+            "refused": scenario.refused_field,
         },
         "assumptions": [
             {"name": a.name, "wordings": {k: list(v) for k, v in a.wordings.items()}}

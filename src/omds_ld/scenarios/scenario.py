@@ -57,25 +57,44 @@ class Scenario:
     settings: Mapping[str, Any] = field(default_factory=dict)
     include: tuple[str, ...] = ()
     offer: bool = False
+    # what a correct run ends with: a premium (the default); "refused", the insurer refuses the
+    # task's data and the final answer says why and what is admissible; "not offered", the
+    # insurer has no such product and the final answer names what it offers instead
+    outcome: str = "premium"
+    # what the final answer of a refusal or a product not offered must say, in one of its wordings
+    says: tuple[Assumption, ...] = ()
+    # the field of the task's data the insurer refuses: no call may change it on the agent's
+    # own account (the broker decides, not the agent)
+    refused_field: str | None = None
+
+
+OUTCOMES = ("premium", "refused", "not offered")
+
+
+def _named(raw: Any) -> tuple[Assumption, ...]:
+    return tuple(
+        Assumption(
+            name=a["name"],
+            wordings={lang: tuple(words) for lang, words in a.get("wordings", {}).items()},
+        )
+        for a in raw or ()
+    )
 
 
 def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario:
     expected = raw.get("expected", {})
     servers = tuple(raw["servers"])
+    outcome = str(expected.get("outcome", "premium"))
+    if outcome not in OUTCOMES:
+        raise ValueError(f"{raw.get('id')}: expected outcome is one of {', '.join(OUTCOMES)}")
     inquire = "inquire" in (expected.get("premium"), expected.get("premiums"))
-    if inquire:
+    if inquire or outcome != "premium":
         premiums: dict[str, Decimal] = {}
     elif "premiums" in expected:
         premiums = {k: Decimal(str(v)) for k, v in expected["premiums"].items()}
     else:
         premiums = {servers[0]: Decimal(str(expected["premium"]))}
-    assumptions = tuple(
-        Assumption(
-            name=a["name"],
-            wordings={lang: tuple(words) for lang, words in a.get("wordings", {}).items()},
-        )
-        for a in raw.get("assumptions", ())
-    )
+    assumptions = _named(raw.get("assumptions"))
     budget = Budget(**raw.get("budget", {}))
     return Scenario(
         id=raw["id"],
@@ -94,6 +113,9 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         settings=dict(raw.get("set", {})),
         include=tuple(str(label) for label in raw.get("include", ())),
         offer=bool(expected.get("offer", False)),
+        outcome=outcome,
+        says=_named(expected.get("says")),
+        refused_field=expected.get("refused"),
     )
 
 

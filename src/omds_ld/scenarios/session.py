@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from mcp import Client
 
+from omds_ld.scenarios.grader import inadmissible
 from omds_ld.scenarios.protocol import MODEL_CALL, TOOL_CALL
 from omds_ld.scenarios.scenario import Budget
 
@@ -41,6 +42,8 @@ class RunSession:
         self.writer = writer
         self.budget = budget
         self.tools: dict[str, list[dict[str, Any]]] = {}
+        # the next steps each server's answers offered so far, to tell inadmissible calls
+        self.offered: dict[str, list[Mapping[str, Any]]] = {}
         self.tool_calls = 0
         self.tokens = 0
         self.cost = 0.0
@@ -62,6 +65,10 @@ class RunSession:
         self.tool_calls += 1
         started = time.perf_counter()
         result = await self.clients[server].call_tool(tool, dict(arguments))
+        content = result.structured_content or {}
+        offered = self.offered.setdefault(server, [])
+        kind = inadmissible(tool, arguments, content, bool(result.is_error), offered)
+        offered.extend(content.get("nextSteps", []))
         self.writer.write(
             TOOL_CALL,
             **{
@@ -72,6 +79,7 @@ class RunSession:
                 "text": result_text(result),
                 "is_error": bool(result.is_error),
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                **({"inadmissible": kind} if kind else {}),
             },
         )
         return result

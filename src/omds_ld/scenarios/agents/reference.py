@@ -9,7 +9,7 @@ from typing import Any
 
 from omds_ld.norm.jsonld import expand_curie
 from omds_ld.scenarios.scenario import Scenario
-from omds_ld.scenarios.session import AgentGaveUp, RunSession
+from omds_ld.scenarios.session import AgentGaveUp, RunSession, result_text
 
 ENTRY = "listProducts"
 STARTS = ("createCalculation", "readDefaultInstance")
@@ -84,6 +84,29 @@ def _tailored(
     return {**body, "p:instance": instance}
 
 
+class Stopped(Exception):
+    """No premium at this server, for a reason the final answer says: the insurer refuses the
+    task's own data, or offers no product for it. The agent does not work around it."""
+
+    def __init__(self, server: str, why: str) -> None:
+        super().__init__(f"{server}: {why}")
+        self.server = server
+        self.why = why
+
+
+def _violations(result: Any) -> list[str]:
+    """What a refusal says is wrong, and what is admissible, in both languages where it has them."""
+    content = result.structured_content or {}
+    said = []
+    for violation in (content.get("validation") or {}).get("violations", []):
+        messages = violation.get("messages") or {}
+        words = " / ".join(dict.fromkeys([*messages.values(), violation.get("message", "")]))
+        said.append(f"{violation.get('path', '')}: {words}".strip(": "))
+    problem = content.get("problem") or {}
+    said += [f"{e.get('pointer', '')}: {e.get('detail', '')}" for e in problem.get("errors") or []]
+    return said or [str(problem.get("detail") or result_text(result))]
+
+
 def _german(amount: Decimal) -> str:
     return f"{amount:,.2f}".replace(",", "X").replace(".", ",").replace("X", ".")
 
@@ -101,7 +124,11 @@ class ReferenceAgent:
         self._shapes = {}  # the fields of every shape this run was shown
         lines = []
         for server in scenario.servers:
-            premium, currency, assumed, offer = await self._calculate(server, scenario, session)
+            try:
+                premium, currency, assumed, offer = await self._calculate(server, scenario, session)
+            except Stopped as stopped:  # said as it is, no premium: the broker decides
+                lines.append(f"{server}: no premium / keine Prämie. {stopped.why}")
+                continue
             lines.append(
                 f"{server}: premium {premium:.2f} {currency} per year "
                 f"(Prämie {_german(premium)} {currency} pro Jahr)."
@@ -125,7 +152,15 @@ class ReferenceAgent:
             if expand_curie(str(p.get("riskObjectClass"))) == risk_class
         ]  # fmt: skip
         if not offered:
-            raise AgentGaveUp(f"{server} offers no product for {risk_class}")
+            others = [
+                f"{p.get('label')} ({p.get('lineOfBusiness')})"
+                for p in products.structured_content["products"]
+            ]
+            raise Stopped(
+                server,
+                f"{server} offers no product for this / bietet dafür kein Produkt an; it offers / "
+                f"angeboten: {', '.join(others) or 'nothing'}",
+            )
         start = next(
             (s for tool in STARTS if (s := _step(products, tool, offered[0]["iri"]))), None
         )
@@ -139,7 +174,7 @@ class ReferenceAgent:
             inquiry_body = _tailored(inquiry_body, result.structured_content, scenario)
         else:
             result = await self._adjust_draft(server, result, scenario, session)
-        attempt = 0
+        attempt, with_facts = 0, False  # whether the last risk object sent was the task's own
         for _ in range(MAX_STEPS):
             content = result.structured_content or {}
             self._remember(content)
@@ -148,14 +183,23 @@ class ReferenceAgent:
                 assumed = [f"{d['label']} = {d['value']}" for d in content.get("defaults", [])]
                 offer = await self._offer(server, result, scenario, session)
                 return (Decimal(str(premium["gross"])), premium.get("currency", ""), assumed, offer)
+            if result.is_error and with_facts:
+                # the task's own data is refused: say why and what is admissible, change nothing
+                raise Stopped(
+                    server,
+                    "The insurer refuses the task's data / Der Versicherer lehnt die Angaben ab: "
+                    + "; ".join(_violations(result)),
+                )
+            own = attempt > 0 or not scenario.first_attempt  # this attempt sends the task's data
+            with_facts = False
             risk = {**scenario.facts, **(scenario.first_attempt if attempt == 0 else {})}
             if (step := _step(result, "createRiskObject")) and not content.get("riskObjects"):
-                attempt += 1
+                attempt, with_facts = attempt + 1, own
                 shape = self._shape(step)
                 body = {"@type": scenario.facts["@type"], **_fields(shape, risk)}
                 result = await session.call(server, step["tool"], self._arguments(step, body))
             elif (step := _step(result, "inquireTariff")) and inquiry_body is not None:
-                attempt += 1
+                attempt, with_facts = attempt + 1, own
                 shape = self._shape(step)
                 vehicle = {"@type": scenario.facts["@type"], **_fields(shape, risk)}
                 body = {

@@ -29,6 +29,10 @@ def test_the_shipped_scenarios_cover_the_required_cases() -> None:
     assert any(s.settings and s.servers == ("angloamerican",) for s in loaded), "sums insured"
     assert any(s.include and s.servers == ("pfefferminzia",) for s in loaded), "optional component"
     assert any(s.offer for s in loaded), "a binding offer"
+    assert any(s.exclude for s in loaded), "a component excluded (liability only)"
+    assert any(len(s.objects) > 1 for s in loaded), "several risk objects in one task"
+    assert any(len(s.per_server) > 1 for s in loaded), "one cover named differently at each"
+    assert {s.outcome for s in loaded} == {"premium", "refused", "not offered"}, "a correct no"
     assert all(s.budget.tool_calls for s in loaded)
 
 

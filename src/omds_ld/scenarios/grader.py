@@ -308,8 +308,14 @@ def premium_stated(protocol: Protocol, scenario: Scenario) -> Criterion:
         return _said_without_premium(protocol, scenario, line, text)
     currency_words = {scenario.currency, "€", "Euro", "euro", "EUR"}
     has_currency = any(c in text for c in currency_words)
+    required = dict(scenario.premiums)
+    if len(scenario.objects) > 1:  # several risk objects: each premium, and their total
+        for server in scenario.servers:
+            own = [a for k, a in scenario.premiums.items() if k.startswith(f"{server}/")]
+            if own:
+                required[f"{server} in all"] = sum(own, Decimal(0))
     missing = [
-        f"{server}: {amount}" for server, amount in scenario.premiums.items()
+        f"{key}: {amount}" for key, amount in required.items()
         if not any(s in text for s in _spellings(amount))
     ]  # fmt: skip
     if missing or not has_currency:

@@ -24,7 +24,7 @@ from omds_ld.scenarios.protocol import (
     ProtocolWriter,
     read_protocol,
 )
-from omds_ld.scenarios.scenario import Scenario
+from omds_ld.scenarios.scenario import Scenario, premium_key
 from omds_ld.scenarios.session import AgentGaveUp, BudgetExceeded, RunSession
 
 
@@ -63,6 +63,9 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
         "first_attempt": dict(scenario.first_attempt),
         "set": dict(scenario.settings),
         "include": list(scenario.include),
+        "exclude": list(scenario.exclude),
+        "per_server": {k: dict(v) for k, v in scenario.per_server.items()},
+        "objects": [{"name": n, "facts": dict(f)} for n, f in scenario.objects],
         "expected": {
             "premiums": {k: str(v) for k, v in scenario.premiums.items()},
             "currency": scenario.currency,
@@ -92,11 +95,19 @@ async def resolve_expected(scenario: Scenario, base_url: str, out_dir: Path) -> 
     probe = dataclasses.replace(scenario, id=f"{scenario.id}.expected", premiums={}, inquire=False)
     record = await run_once(probe, ReferenceAgent(), base_url, out_dir, 0)
     premiums: dict[str, Decimal] = {}
+    names = [name for name, _ in scenario.risk_objects()]
+    found: dict[str, int] = {}
     for event in read_protocol(record.protocol):
         content = (event.get("mcp.tool.result") or {}).get("structuredContent") or {}
         if event.get("event") == TOOL_CALL and content.get("premium") and not event.get("is_error"):
-            premiums[str(event["mcp.server"])] = Decimal(str(content["premium"]["gross"]))
-    missing = [s for s in scenario.servers if s not in premiums]
+            server = str(event["mcp.server"])
+            if content.get("offer"):
+                continue  # an offer repeats the premium it binds
+            index = found.get(server, 0)  # the reference agent prices the objects in order
+            found[server] = index + 1
+            key = premium_key(server, names[min(index, len(names) - 1)])
+            premiums[key] = Decimal(str(content["premium"]["gross"]))
+    missing = [s for s in scenario.servers if s not in found]
     if missing:
         raise RuntimeError(f"{scenario.id}: no premium could be inquired at {', '.join(missing)}")
     return dataclasses.replace(scenario, premiums=premiums, inquire=False)

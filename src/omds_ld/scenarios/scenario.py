@@ -57,6 +57,14 @@ class Scenario:
     settings: Mapping[str, Any] = field(default_factory=dict)
     include: tuple[str, ...] = ()
     offer: bool = False
+    # components to exclude (excludeComponent, or p:included false in an inquiry body)
+    exclude: tuple[str, ...] = ()
+    # what a task asks of one server only, where the insurers name things differently:
+    # server → {"set": {...}, "include": [...], "exclude": [...]}, over the ones above
+    per_server: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # several risk objects in one task (two cars): each priced on its own, by name; ``facts``
+    # is the first of them
+    objects: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     # what a correct run ends with: a premium (the default); "refused", the insurer refuses the
     # task's data and the final answer says why and what is admissible; "not offered", the
     # insurer has no such product and the final answer names what it offers instead
@@ -67,8 +75,26 @@ class Scenario:
     # own account (the broker decides, not the agent)
     refused_field: str | None = None
 
+    def settings_for(self, server: str) -> Mapping[str, Any]:
+        return {**self.settings, **self.per_server.get(server, {}).get("set", {})}
+
+    def include_for(self, server: str) -> tuple[str, ...]:
+        return (*self.include, *self.per_server.get(server, {}).get("include", ()))
+
+    def exclude_for(self, server: str) -> tuple[str, ...]:
+        return (*self.exclude, *self.per_server.get(server, {}).get("exclude", ()))
+
+    def risk_objects(self) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+        """The task's risk objects by name: the ``objects``, or the one of ``facts``."""
+        return self.objects or (("", self.facts),)
+
 
 OUTCOMES = ("premium", "refused", "not offered")
+
+
+def premium_key(server: str, risk_object: str = "") -> str:
+    """Where an expected premium is kept: by server, or by server and risk object (two cars)."""
+    return f"{server}/{risk_object}" if risk_object else server
 
 
 def _named(raw: Any) -> tuple[Assumption, ...]:
@@ -101,7 +127,7 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         title=raw.get("title", raw["id"]),
         task=" ".join(str(raw["task"]).split()),
         servers=servers,
-        facts=dict(raw.get("facts", {})),
+        facts=dict(raw.get("facts") or (raw["objects"][0]["facts"] if raw.get("objects") else {})),
         premiums=premiums,
         currency=expected.get("currency", "EUR"),
         assumptions=assumptions,
@@ -112,6 +138,9 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         inquire=inquire,
         settings=dict(raw.get("set", {})),
         include=tuple(str(label) for label in raw.get("include", ())),
+        exclude=tuple(str(label) for label in raw.get("exclude", ())),
+        per_server={str(k): dict(v) for k, v in (raw.get("per_server") or {}).items()},
+        objects=tuple((str(o["name"]), dict(o["facts"])) for o in raw.get("objects", ())),
         offer=bool(expected.get("offer", False)),
         outcome=outcome,
         says=_named(expected.get("says")),

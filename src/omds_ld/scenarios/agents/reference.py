@@ -37,7 +37,7 @@ def _fields(shape_fields: list[Mapping[str, Any]], facts: Mapping[str, Any]) -> 
 
 
 def _attributes_named(
-    content: Mapping[str, Any] | None, scenario: Scenario
+    content: Mapping[str, Any] | None, settings: Mapping[str, Any]
 ) -> list[tuple[Mapping[str, Any], Any]]:
     """The draft's attributes (root and components) the task sets, found by their labels."""
     draft = (content or {}).get("draft", {})
@@ -46,7 +46,7 @@ def _attributes_named(
         attributes += [{**a, "component": component} for a in component.get("attributes", [])]
     by_label = {str(a["label"]).lower(): a for a in attributes}
     found = []
-    for name, value in scenario.settings.items():
+    for name, value in settings.items():
         attribute = by_label.get(str(name).lower())
         if attribute is None:
             raise AgentGaveUp(f"no attribute {name!r}; attributes: {sorted(by_label)}")
@@ -55,21 +55,24 @@ def _attributes_named(
 
 
 def _tailored(
-    body: Mapping[str, Any], content: Mapping[str, Any], scenario: Scenario
+    body: Mapping[str, Any], content: Mapping[str, Any], scenario: Scenario, server: str
 ) -> dict[str, Any]:
-    """The ready inquiry body with the task's components included and values set."""
+    """The ready inquiry body with the task's components included or excluded and values set
+    (at this server, by the labels its answers show)."""
     instance = dict(body["p:instance"])
     parts: dict[str, dict[str, Any]] = {}
     components = content.get("draft", {}).get("components", [])
-    for wanted in scenario.include:
+    wanted = [(label, True) for label in scenario.include_for(server)]
+    wanted += [(label, False) for label in scenario.exclude_for(server)]
+    for label, included in wanted:
         component = next(
-            (c for c in components if str(c["label"]).lower().startswith(wanted.lower())), None
+            (c for c in components if str(c["label"]).lower().startswith(label.lower())), None
         )
         if component is None:
-            raise AgentGaveUp(f"no component {wanted!r}")
+            raise AgentGaveUp(f"no component {label!r}")
         part = parts.setdefault(component["instanceOf"], {"p:instanceOf": component["instanceOf"]})
-        part["p:included"] = True
-    for attribute, value in _attributes_named(content, scenario):
+        part["p:included"] = included
+    for attribute, value in _attributes_named(content, scenario.settings_for(server)):
         item = {"p:property": attribute["property"], "p:value": value}
         component = attribute.get("component")
         if component is None:
@@ -124,28 +127,40 @@ class ReferenceAgent:
         self._shapes = {}  # the fields of every shape this run was shown
         lines = []
         for server in scenario.servers:
-            try:
-                premium, currency, assumed, offer = await self._calculate(server, scenario, session)
-            except Stopped as stopped:  # said as it is, no premium: the broker decides
-                lines.append(f"{server}: no premium / keine Prämie. {stopped.why}")
-                continue
-            lines.append(
-                f"{server}: premium {premium:.2f} {currency} per year "
-                f"(Prämie {_german(premium)} {currency} pro Jahr)."
-            )
-            if offer:
-                lines.append(f"Binding offer / verbindliches Angebot: {offer}")
-            if assumed:
+            total, currency = Decimal(0), ""
+            for name, facts in scenario.risk_objects():
+                try:
+                    premium, currency, assumed, offer = await self._calculate(
+                        server, scenario, session, facts
+                    )
+                except Stopped as stopped:  # said as it is, no premium: the broker decides
+                    lines.append(f"{server}: no premium / keine Prämie. {stopped.why}")
+                    break
+                total += premium
+                what = f"{server} · {name}" if name else server
                 lines.append(
-                    "Assumed, as the task does not say (the insurer's defaults) / Annahmen: "
-                    + "; ".join(assumed)
+                    f"{what}: premium {premium:.2f} {currency} per year "
+                    f"(Prämie {_german(premium)} {currency} pro Jahr)."
                 )
+                if offer:
+                    lines.append(f"Binding offer / verbindliches Angebot: {offer}")
+                if assumed:
+                    lines.append(
+                        "Assumed, as the task does not say (the insurer's defaults) / Annahmen: "
+                        + "; ".join(assumed)
+                    )
+            else:
+                if len(scenario.risk_objects()) > 1:
+                    lines.append(
+                        f"{server}: together / zusammen {total:.2f} {currency} per year "
+                        f"({_german(total)} {currency} pro Jahr)."
+                    )
         return "\n".join(lines)
 
     async def _calculate(
-        self, server: str, scenario: Scenario, session: RunSession
+        self, server: str, scenario: Scenario, session: RunSession, facts: Mapping[str, Any]
     ) -> tuple[Decimal, str, list[str], str | None]:
-        risk_class = expand_curie(str(scenario.facts.get("@type", "")))
+        risk_class = expand_curie(str(facts.get("@type", "")))
         products = await session.call(server, ENTRY, {})
         offered = [
             p for p in products.structured_content["products"]
@@ -171,7 +186,7 @@ class ReferenceAgent:
         )
         inquiry_body = (result.structured_content or {}).get("body")
         if inquiry_body is not None:
-            inquiry_body = _tailored(inquiry_body, result.structured_content, scenario)
+            inquiry_body = _tailored(inquiry_body, result.structured_content, scenario, server)
         else:
             result = await self._adjust_draft(server, result, scenario, session)
         attempt, with_facts = 0, False  # whether the last risk object sent was the task's own
@@ -192,16 +207,16 @@ class ReferenceAgent:
                 )
             own = attempt > 0 or not scenario.first_attempt  # this attempt sends the task's data
             with_facts = False
-            risk = {**scenario.facts, **(scenario.first_attempt if attempt == 0 else {})}
+            risk = {**facts, **(scenario.first_attempt if attempt == 0 else {})}
             if (step := _step(result, "createRiskObject")) and not content.get("riskObjects"):
                 attempt, with_facts = attempt + 1, own
                 shape = self._shape(step)
-                body = {"@type": scenario.facts["@type"], **_fields(shape, risk)}
+                body = {"@type": facts["@type"], **_fields(shape, risk)}
                 result = await session.call(server, step["tool"], self._arguments(step, body))
             elif (step := _step(result, "inquireTariff")) and inquiry_body is not None:
                 attempt, with_facts = attempt + 1, own
                 shape = self._shape(step)
-                vehicle = {"@type": scenario.facts["@type"], **_fields(shape, risk)}
+                vehicle = {"@type": facts["@type"], **_fields(shape, risk)}
                 body = {
                     **inquiry_body,
                     "p:instance": {**inquiry_body["p:instance"], "p:hasRiskObject": [vehicle]},
@@ -217,26 +232,30 @@ class ReferenceAgent:
     async def _adjust_draft(
         self, server: str, result: Any, scenario: Scenario, session: RunSession
     ) -> Any:
-        """Include the components and set the values the task names, by offered steps only."""
+        """Include and exclude the components and set the values the task names (at this
+        server, by the labels its answers show), by offered steps only."""
         self._remember(result.structured_content or {})
-        for wanted in scenario.include:
+        wanted = [("includeComponent", label) for label in scenario.include_for(server)]
+        wanted += [("excludeComponent", label) for label in scenario.exclude_for(server)]
+        for tool, label in wanted:
             step = next(
                 (
                     s
                     for s in (result.structured_content or {}).get("nextSteps", [])
-                    if s["tool"] == "includeComponent"
-                    and str(s.get("label", "")).lower().startswith(wanted.lower())
+                    if s["tool"] == tool
+                    and str(s.get("label", "")).lower().startswith(label.lower())
                 ),
                 None,
             )
             if step is None:
-                raise AgentGaveUp(f"{server}: no step includes {wanted}")
+                raise AgentGaveUp(f"{server}: no step {tool} for {label}")
             result = await session.call(server, step["tool"], self._arguments(step, None))
             self._remember(result.structured_content or {})
-        if scenario.settings:
+        settings = scenario.settings_for(server)
+        if settings:
             values = [
                 {"bc:attribute": attribute["iri"], "p:value": value}
-                for attribute, value in _attributes_named(result.structured_content, scenario)
+                for attribute, value in _attributes_named(result.structured_content, settings)
             ]
             step = _step(result, "setAttributes")
             if step is None:

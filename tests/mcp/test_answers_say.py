@@ -288,3 +288,24 @@ def test_every_component_shows_its_attributes_included_or_not(server: ExampleSer
         assert 'Kaskoart = "teil" (one of teil, voll)' in product.content[0].text
 
     run(server, "disrupto", body)
+
+
+def test_a_premium_says_its_period_in_words_and_an_offer_when_it_was_issued(
+    server: ExampleServer,
+) -> None:
+    """ "per year", not "per P1Y"; an offer's date of issue and its validity as a period, besides
+    its last day."""
+
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        case = await follow(client, step(case, "createRiskObject"), SKODA)
+        priced = await follow(client, step(case, "calculatePremium"))
+        assert "gross per year" in priced.content[0].text and "P1Y" not in priced.content[0].text
+        assert priced.structured_content["premium"]["per"]["de"] == "pro Jahr"
+        offer = await follow(client, step(priced, "createOffer"))
+        text = offer.content[0].text
+        made = offer.structured_content["offer"]
+        assert f"issued {made['issued']}, valid until {made['validUntil']}" in text
+        assert made["validDays"] >= 1 and f"({made['validDays']} days from issue)" in text
+
+    run(server, "pfefferminzia", body)

@@ -83,7 +83,8 @@ def test_a_premium_is_condensed_with_its_taxes(service: InsurerService) -> None:
     service.createRiskObject(ANONYMOUS, {"caseId": case_id}, SKODA)
     priced = dict(service.calculatePremium(ANONYMOUS, {"caseId": case_id}, None).body)
     result = condensed(priced)
-    assert "Premium: 1684.88 EUR gross per P1Y" in result.text
+    assert "Premium: 1684.88 EUR gross per year" in result.text
+    assert result.structured["premium"]["per"] == {"en": "per year", "de": "pro Jahr"}
     assert "Motorbezogene Versicherungssteuer 712.08" in result.text
     assert result.structured["premium"]["gross"] == 1684.88
     assert result.structured["validation"]["conforms"] is True

@@ -9,6 +9,7 @@ every shape a next step expects. As compact text, and as ``structuredContent`` m
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -98,6 +99,28 @@ def many(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, list) else [value]
+
+
+# how a premium's period (ISO 8601) reads: "per year", not "per P1Y"
+PERIODS = {
+    "P1Y": ("per year", "pro Jahr"),
+    "P6M": ("per half-year", "pro Halbjahr"),
+    "P3M": ("per quarter", "pro Quartal"),
+    "P1M": ("per month", "pro Monat"),
+}
+
+
+def per_period(period: Any) -> dict[str, str]:
+    """A period as words in both languages (an unknown one as it came: "per P2Y")."""
+    en, de = PERIODS.get(str(period), (f"per {period}", f"pro {period}"))
+    return {"en": en, "de": de}
+
+
+def _days_between(start: str, end: str) -> int | None:
+    try:
+        return (dt.date.fromisoformat(end) - dt.date.fromisoformat(start)).days
+    except ValueError:
+        return None
 
 
 def local(iri: str) -> str:
@@ -372,8 +395,9 @@ class _Writer:
             for c in many(premium.get("bc:component"))
         ]  # fmt: skip
         tax_text = "; ".join(f"{t['label']} {t['amount']}" for t in taxes)
+        per = per_period(premium.get("bc:period"))
         self.line(
-            f"Premium: {premium.get('bc:gross')} {currency} gross per {premium.get('bc:period')} "
+            f"Premium: {premium.get('bc:gross')} {currency} gross {per['en']} "
             f"(net {premium.get('bc:net')}; {tax_text})"
         )
         for component in components:
@@ -387,6 +411,7 @@ class _Writer:
             "net": premium.get("bc:net"),
             "currency": currency,
             "period": premium.get("bc:period"),
+            "per": per,
             "taxes": taxes,
             "components": components,
         }
@@ -673,15 +698,22 @@ def _business_case(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
 
 
 def _offer(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    issued = str(answer.get("bc:createdAt") or "")[:10]
+    until = str(answer.get("bc:validUntil") or "")
+    days = _days_between(issued, until)
+    validity = f"issued {issued}, " if issued else ""
+    validity += f"valid until {until}" + (f" ({days} days from issue)" if days is not None else "")
     w.line(
         f"Offer {answer.get('bc:offerId')} <{answer.get('@id')}> for "
-        f"<{answer.get('bc:offerFor')}>, valid until {answer.get('bc:validUntil')}"
+        f"<{answer.get('bc:offerFor')}>, {validity}"
     )
     w.data["offer"] = {
         "iri": answer.get("@id"),
         "offerId": answer.get("bc:offerId"),
         "case": answer.get("bc:offerFor"),
+        "issued": issued or None,
         "validUntil": answer.get("bc:validUntil"),
+        "validDays": days,
     }
     w.premium(answer.get("bc:premium"))
     return set()

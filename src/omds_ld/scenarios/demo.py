@@ -25,7 +25,8 @@ def came_back(event: Mapping[str, Any]) -> str:
     if content.get("premium"):
         premium = content["premium"]
         report = "conforms" if content.get("validation", {}).get("conforms") else "does not conform"
-        return f"premium {premium['gross']} {premium['currency']} per {premium['period']}; report {report}"
+        per = (premium.get("per") or {}).get("en") or f"per {premium['period']}"
+        return f"premium {premium['gross']} {premium['currency']} {per}; report {report}"
     if "products" in content:
         return f"{len(content['products'])} product(s): " + ", ".join(
             p["label"] for p in content["products"]

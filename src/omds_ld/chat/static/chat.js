@@ -35,6 +35,8 @@ const TEXT = german
       delete: "Delete this conversation",
       broker: "Logged in as", mustLogIn: "The MCP servers want a broker: please log in." };
 document.documentElement.lang = german ? "de" : "en";
+// a premium's period in words ("per year" / "pro Jahr"), as the MCP server gives it
+const per = (premium) => (premium.per ? premium.per[german ? "de" : "en"] : `(${premium.period})`);
 for (const node of document.querySelectorAll("[data-text]")) node.textContent = TEXT[node.dataset.text];
 
 const state = { conversation: null, servers: {}, current: null, model: null, shown: new Set(),
@@ -129,7 +131,7 @@ function toolArticle(event) {
     (event.is_error ? ` · ${TEXT.error}` : "")));
   if (structured.premium && !event.is_error) {
     const p = structured.premium;
-    article.append(element("p", { class: "premium" }, `${TEXT.premium}: ${money(p.gross, p.currency)} (${p.period})`));
+    article.append(element("p", { class: "premium" }, `${TEXT.premium}: ${money(p.gross, p.currency)} ${per(p)}`));
   }
   if (structured.defaults && structured.defaults.length) {
     const named = structured.defaults.map((d) => `${d.label} = ${d.value}`).join("; ");
@@ -222,7 +224,7 @@ function render(event) {
         const content = (call["mcp.tool.result"] || {}).structuredContent || {};
         if (content.premium && !call.is_error) {
           article.append(element("p", { class: "premium" },
-            `${call["mcp.server"]}: ${money(content.premium.gross, content.premium.currency)} (${content.premium.period})`));
+            `${call["mcp.server"]}: ${money(content.premium.gross, content.premium.currency)} ${per(content.premium)}`));
         }
       }
       article.append(element("p", { class: "said" }, event.text));

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,7 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,16 @@ def call(
         json=body,
         headers={"Content-Type": "application/ld+json", **(headers or {})},
     )
+
+
+@contextlib.contextmanager
+def running(server: ExampleServer) -> Iterator[ExampleServer]:
+    """The server started for the block, and stopped after it, however the block ends."""
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @dataclass

@@ -5,20 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import ExampleServer
+from tests.servers import ExampleServer, running
 
 
 @pytest.fixture(scope="session")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleServer]:
     """The example server with authorization required, logging what the insurers are asked."""
     folder = Path(tmp_path_factory.mktemp("secured"))
-    running = ExampleServer(
+    with running(ExampleServer(
         folder / "s.sqlite3",
         extra_args=["--require-token", "--access-log", str(folder / "access.jsonl"),
                     "--request-log", str(folder / "mcp-requests.jsonl")],
-    )  # fmt: skip
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
+    )) as started:  # fmt: skip
+        yield started

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.auth.flow import REDIRECT, log_in, pkce, register, tokens_by_hand
-from tests.servers import ExampleServer
+from tests.servers import ExampleServer, running
 
 PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
 LD = {"Content-Type": "application/ld+json"}
@@ -290,16 +290,12 @@ def test_the_login_page_says_who_registered_itself_and_where_the_code_goes(
 @pytest.fixture(scope="module")
 def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleServer]:
     folder = Path(tmp_path_factory.mktemp("capped"))
-    running = ExampleServer(
+    with running(ExampleServer(
         folder / "c.sqlite3",
         extra_args=["--require-token", "--max-registrations-per-address", "3",
                     "--max-registrations", "5"],
-    )  # fmt: skip
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
+    )) as started:  # fmt: skip
+        yield started
 
 
 def test_registrations_are_bounded_per_address_and_unused_ones_expire(

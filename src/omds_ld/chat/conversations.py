@@ -114,6 +114,11 @@ class Conversations:
     def events(self, conversation: str, owner: str, after: int = -1) -> list[dict[str, Any]] | None:
         """The conversation's events after index ``after`` (all of them by default), or None
         if it is not this owner's (or does not exist)."""
+        rows = self.rows(conversation, owner, after)
+        return None if rows is None else [json.loads(row) for row in rows]
+
+    def rows(self, conversation: str, owner: str, after: int = -1) -> list[str] | None:
+        """The same as kept, one JSON text each (for sending on unread), or None."""
         with self._lock:
             if not self._db.execute(
                 "SELECT 1 FROM chat_conversations WHERE id=? AND owner=?", (conversation, owner)
@@ -122,18 +127,6 @@ class Conversations:
             rows = self._db.execute(
                 "SELECT event FROM chat_events WHERE conversation=? AND idx>? ORDER BY idx",
                 (conversation, after),
-            ).fetchall()
-        return [json.loads(row[0]) for row in rows]
-
-    def rows(self, conversation: str, owner: str) -> list[str] | None:
-        """The conversation's events as kept (one JSON text each), for sending on unread."""
-        with self._lock:
-            if not self._db.execute(
-                "SELECT 1 FROM chat_conversations WHERE id=? AND owner=?", (conversation, owner)
-            ).fetchone():
-                return None
-            rows = self._db.execute(
-                "SELECT event FROM chat_events WHERE conversation=? ORDER BY idx", (conversation,)
             ).fetchall()
         return [str(row[0]) for row in rows]
 

@@ -309,3 +309,73 @@ def test_a_premium_says_its_period_in_words_and_an_offer_when_it_was_issued(
         assert made["validDays"] >= 1 and f"({made['validDays']} days from issue)" in text
 
     run(server, "pfefferminzia", body)
+
+
+def test_a_value_is_at_its_default_only_if_nobody_set_it(server: ExampleServer) -> None:
+    """A value set to what the default is, is the caller's (not an assumption); the components
+    the insurer includes or leaves out by default are listed; an excluded component's values
+    are not; when everything was given, the answer says so."""
+
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        assert "Teilkasko included" in case.content[0].text
+        assert {"label": "Teilkasko", "included": True} in case.structured_content[
+            "defaultComponents"
+        ]
+        attributes = {a["label"]: a for a in case.structured_content["draft"]["attributes"]}
+        district = attributes["Zulassungsbezirk"]
+        same = await follow(
+            client, step(case, "setAttributes"),
+            {"bc:values": [{"bc:attribute": district["iri"], "p:value": district["value"]}]},
+        )  # fmt: skip
+        still = {d["label"] for d in same.structured_content["defaults"]}
+        assert "Zulassungsbezirk" not in still, "set by the caller, though equal to the default"
+        partial = next(
+            s for s in same.structured_content["nextSteps"]
+            if s["tool"] == "excludeComponent" and s.get("label", "").startswith("Teilkasko")
+        )  # fmt: skip
+        without = await follow(client, partial)
+        labels = {d["label"] for d in without.structured_content["defaults"]}
+        assert "Selbstbehalt Teilkasko (EUR)" not in labels, "an excluded component's value"
+        assert not any(
+            c["label"] == "Teilkasko" for c in without.structured_content["defaultComponents"]
+        ), "chosen out by the caller"
+        draft = without.structured_content["draft"]
+        given = [*draft["attributes"]] + [
+            a for c in draft["components"] if c["included"] for a in c["attributes"]
+        ]
+        rest = [{"bc:attribute": a["iri"], "p:value": a["value"]} for a in given]
+        everything = await follow(client, step(without, "setAttributes"), {"bc:values": rest})
+        assert everything.structured_content["defaults"] == []
+        line = next(
+            x for x in everything.content[0].text.splitlines()
+            if x.startswith("Still at the insurer's default:")
+        )  # fmt: skip
+        assert "=" not in line and "not included" in line, line  # components only: none chosen
+
+    run(server, "pfefferminzia", body)
+
+
+def test_an_answer_says_when_nothing_is_left_at_the_default(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        products = await client.call_tool("listProducts", {})
+        instance = await follow(client, step(products, "readDefaultInstance"))
+        ready = instance.structured_content["body"]
+        draft = instance.structured_content["draft"]
+        ready["p:instance"]["p:attribute"] = [
+            {"p:property": a["property"], "p:value": a["value"]} for a in draft["attributes"]
+        ]
+        ready["p:instance"]["p:hasPart"] = [
+            {"p:instanceOf": c["instanceOf"], "p:included": c["included"],
+             "p:attribute": [{"p:property": a["property"], "p:value": a["value"]}
+                             for a in c["attributes"]]}
+            for c in draft["components"]
+        ]  # fmt: skip
+        ready["p:instance"]["p:hasRiskObject"] = [SKODA]
+        result = await follow(client, step(instance, "inquireTariff"), ready)
+        assert result.structured_content["defaults"] == []
+        assert "Still at the insurer's default: none (every value was given)" in (
+            result.content[0].text
+        )
+
+    run(server, "disrupto", body)

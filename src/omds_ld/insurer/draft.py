@@ -36,6 +36,9 @@ class Draft:
     included: tuple[str, ...]
     attributes: Mapping[str, Mapping[str, Scalar]]
     risk_objects: tuple[RiskObject, ...] = field(default=())
+    # what the caller set or chose (attributes as "node/name", components by id): everything
+    # else is still as the insurer's default left it, even where a value equals the default
+    chosen: frozenset[str] = frozenset()
 
     @classmethod
     def default(cls, product: Product) -> Draft:
@@ -57,13 +60,18 @@ class Draft:
         else:
             wanted.discard(component_id)
         order = tuple(c.id for c in product.components if c.id in wanted)
-        return replace(self, included=order)
+        return replace(self, included=order, chosen=self.chosen | {component_id})
 
     def with_attributes(self, changes: Mapping[tuple[str, str], Scalar]) -> Draft:
         attributes = {node: dict(values) for node, values in self.attributes.items()}
         for (node, name), value in changes.items():
             attributes.setdefault(node, {})[name] = value
-        return replace(self, attributes=attributes)
+        chosen = {f"{node}/{name}" for node, name in changes}
+        return replace(self, attributes=attributes, chosen=self.chosen | chosen)
+
+    def is_chosen(self, node: str, name: str = "") -> bool:
+        """Whether the caller set this attribute (or chose whether this component is in)."""
+        return (f"{node}/{name}" if name else node) in self.chosen
 
     def with_risk_object(self, risk_object: RiskObject) -> Draft:
         others = tuple(r for r in self.risk_objects if r.id != risk_object.id)
@@ -93,6 +101,7 @@ class Draft:
             "included": list(self.included),
             "attributes": {node: dict(values) for node, values in self.attributes.items()},
             "riskObjects": [r.to_dict() for r in self.risk_objects],
+            "chosen": sorted(self.chosen),
         }
 
     @classmethod
@@ -102,4 +111,5 @@ class Draft:
             included=tuple(raw["included"]),
             attributes={node: dict(values) for node, values in raw["attributes"].items()},
             risk_objects=tuple(RiskObject.from_dict(r) for r in raw["riskObjects"]),
+            chosen=frozenset(raw.get("chosen", ())),  # a draft from before: nothing known
         )

@@ -29,8 +29,11 @@ def attribute_iri(node_iri: str, attribute: Field) -> str:
     return f"{node_iri}/attributes/{attribute.local_name}"
 
 
-def attribute_jsonld(node_iri: str, attribute: Field, value: Scalar | None) -> dict[str, Any]:
-    """An attribute with its value and admissible range."""
+def attribute_jsonld(
+    node_iri: str, attribute: Field, value: Scalar | None, at_default: bool | None = None
+) -> dict[str, Any]:
+    """An attribute with its value and admissible range; in a draft, whether the value is still
+    the insurer's default (``bc:atDefault``: nobody set it)."""
     described = attribute.to_jsonld()
     out: dict[str, Any] = {
         "@id": attribute_iri(node_iri, attribute),
@@ -40,6 +43,8 @@ def attribute_jsonld(node_iri: str, attribute: Field, value: Scalar | None) -> d
     }
     out.update({k: described[k] for k in _RANGE_KEYS if k in described})
     out["p:required"] = attribute.required
+    if at_default is not None:
+        out["bc:atDefault"] = at_default
     return out
 
 
@@ -64,12 +69,18 @@ def _node(product: Product, draft: Draft, node: Component, iri: str) -> dict[str
     if node.id:
         out["bc:componentId"] = node.id
         out["p:included"] = draft.is_included(node.id)
+        out["p:includedByDefault"] = node.included_by_default
+        out["bc:atDefault"] = not draft.is_chosen(node.id)
         out["p:mandatory"] = node.mandatory
         if node.group:
             out["p:exclusiveGroup"] = node.group
     out["p:attribute"] = [
-        attribute_jsonld(iri, a, values.get(a.local_name)) for a in node.attributes
-    ]
+        attribute_jsonld(
+            iri, a, values.get(a.local_name),
+            a.default is not None and not draft.is_chosen(node.id, a.local_name),
+        )
+        for a in node.attributes
+    ]  # fmt: skip
     return out
 
 

@@ -297,31 +297,43 @@ class _Writer:
         self.risk_objects(many(draft.get("p:hasRiskObject")))
 
     def defaults(self, instance: Mapping[str, Any]) -> None:
-        """The attributes of the instance (root and included components) still at the insurer's
-        default: what an agent names as its assumptions, in one block."""
+        """What is still as the insurer's default left it, in one block: the values nobody set
+        (of the root and the included components; an excluded component's are not its price),
+        and the components nobody chose in or out. What an agent names as its assumptions;
+        "none" when the caller gave everything. An insurer that does not say ``bc:atDefault``:
+        a value equal to its default counts as one."""
         nodes = [instance] + [
             part for part in many(instance.get("p:hasPart")) if part.get("p:included", True)
         ]
         found = []
         for node in nodes:
             for attribute in many(node.get("p:attribute")):
-                if "sh:defaultValue" in attribute and attribute.get("p:value") == attribute.get(
-                    "sh:defaultValue"
-                ):
+                at_default = attribute.get("bc:atDefault")
+                if at_default is None:
+                    at_default = "sh:defaultValue" in attribute and attribute.get(
+                        "p:value"
+                    ) == attribute.get("sh:defaultValue")
+                if at_default:
                     found.append(
-                        {
-                            "iri": attribute.get("@id"),
-                            "property": attribute.get("p:property"),
-                            "label": label(attribute.get("rdfs:label"), self.language),
-                            "value": attribute.get("p:value"),
-                        }
-                    )
-        if found:
-            shown = "; ".join(
-                f"{d['label']} = {json.dumps(d['value'], ensure_ascii=False)}" for d in found
-            )
-            self.line(f"Still at the insurer's default: {shown}")
+                        {"iri": attribute.get("@id"), "property": attribute.get("p:property"),
+                         "label": label(attribute.get("rdfs:label"), self.language),
+                         "value": attribute.get("p:value")}
+                    )  # fmt: skip
+        components = [
+            {"label": label(part.get("rdfs:label"), self.language),
+             "included": bool(part.get("p:included", True))}
+            for part in many(instance.get("p:hasPart"))
+            if part.get("bc:atDefault") and not part.get("p:mandatory")
+        ]  # fmt: skip
+        shown = [f"{d['label']} = {json.dumps(d['value'], ensure_ascii=False)}" for d in found]
+        shown += [
+            f"{c['label']} {'included' if c['included'] else 'not included'}" for c in components
+        ]
+        self.line(
+            f"Still at the insurer's default: {'; '.join(shown) or 'none (every value was given)'}"
+        )
         self.data["defaults"] = found
+        self.data["defaultComponents"] = components
 
     def risk_objects(self, risk_objects: Sequence[Mapping[str, Any]]) -> None:
         out = []

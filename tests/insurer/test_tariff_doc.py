@@ -21,6 +21,25 @@ def test_the_documented_tables_are_the_data_as_it_is() -> None:
     )
 
 
+def test_the_tariff_doc_says_which_drive_type_is_exempt_from_the_motor_tax() -> None:
+    """Every motor product's motor-related insurance tax, written from its data, names the
+    exemption of electric cars."""
+    insurers = load_insurers()
+    motor = [
+        (insurer, product)
+        for insurer in insurers.values()
+        for product in insurer.products.values()
+        if product.tariff.taxes
+    ]
+    assert len(motor) == 3
+    for insurer, product in motor:
+        assert all(t.exempt == {"driveType": ("electric",)} for t in product.tariff.taxes)
+        assert "not charged where the risk object's `driveType` is `electric`" in product_tables(
+            insurer, product
+        )
+    assert "p:driveType" in DOC.read_text("utf-8")
+
+
 def test_a_fourth_insurer_gets_its_tables_from_its_data(tmp_path: Path) -> None:
     folder = tmp_path / "insurers"
     shutil.copytree(builtin_insurers_folder(), folder)

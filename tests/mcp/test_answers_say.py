@@ -379,3 +379,31 @@ def test_an_answer_says_when_nothing_is_left_at_the_default(server: ExampleServe
         )
 
     run(server, "disrupto", body)
+
+
+def test_an_electric_car_pays_no_motor_related_insurance_tax(server: ExampleServer) -> None:
+    """The drive type is a field of the vehicle: an electric car's premium has no motor-related
+    insurance tax; a hybrid's, like a combustion car's, has it."""
+
+    async def premium_of(client: Client, drive: str | None) -> Any:
+        case = await new_case(client)
+        car = {**SKODA, **({"p:driveType": drive} if drive else {})}
+        case = await follow(client, step(case, "createRiskObject"), car)
+        priced = await follow(client, step(case, "calculatePremium"))
+        return priced.structured_content["premium"]
+
+    async def body(client: Client) -> None:
+        combustion, hybrid = await premium_of(client, None), await premium_of(client, "hybrid")
+        electric = await premium_of(client, "electric")
+        taxes = {t["type"] for t in electric["taxes"]}
+        assert "motorbezogene-versicherungssteuer" not in taxes
+        assert combustion["gross"] == hybrid["gross"] == 1684.88
+        assert round(combustion["gross"] - electric["gross"], 2) == 712.08  # (110 - 24) x 8.28
+        refused = await client.call_tool(
+            "createRiskObject",
+            {"caseId": (await new_case(client)).structured_content["case"]["caseId"],
+             "body": {**SKODA, "p:driveType": "diesel"}},
+        )  # fmt: skip
+        assert refused.is_error and "combustion, hybrid or electric" in refused.content[0].text
+
+    run(server, "pfefferminzia", body)

@@ -138,6 +138,10 @@ def check_product(facts: ProductFacts) -> list[Finding]:
             findings += _factor_findings(facts, factor, component, f"{key}.factors[{index}]")
     for index, tax in enumerate(tariff.taxes):
         findings += _input_findings(facts, tax.source, "", f"tariff.taxes[{index}]")
+        for name in tax.exempt:  # an exemption reads a field of the risk object
+            findings += _input_findings(
+                facts, Source("riskObject", name), "", f"tariff.taxes[{index}].exempt"
+            )
     return findings
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
@@ -72,6 +72,9 @@ class UnitTax:
     offset: Decimal
     minimum: Decimal
     rate: Decimal
+    # not charged where a risk object's field has one of these values (an electric car is
+    # exempt from the motor-related insurance tax): field name → values
+    exempt: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ class Tariff:
                 offset=Decimal(str(t.get("offset", 0))),
                 minimum=Decimal(str(t.get("minimum", 0))),
                 rate=Decimal(str(t["rate"])),
+                exempt={str(k): tuple(str(v) for v in vs) for k, vs in t.get("exempt", {}).items()},
             )
             for t in raw.get("taxes", ())
         )
@@ -201,6 +205,8 @@ def calculate(tariff: Tariff, data: TariffInput) -> Premium:
         components.append(ComponentPremium(component_id, net, money(net * spec.insurance_tax)))
     taxes = []
     for tax in tariff.taxes:
+        if any(str(data.risk_object.get(f)) in values for f, values in tax.exempt.items()):
+            continue  # exempt by law: no line at all, not a line of 0
         units = max(Decimal(str(data.value(tax.source, ""))) - tax.offset, tax.minimum)
         taxes.append(TaxAmount(tax.id, tax.label, money(units * tax.rate)))
     return Premium(tariff.currency, tariff.period, tuple(components), tuple(taxes))

@@ -48,9 +48,14 @@ def product_tables(insurer: Insurer, product: Product) -> str:
             lines.append("")
     for tax in tariff.taxes:
         name = tax.label.get(insurer.language) or next(iter(tax.label.values()))
+        exempt = "; ".join(
+            f"not charged where the risk object's `{field}` is {' or '.join(f'`{v}`' for v in values)}"
+            for field, values in tax.exempt.items()
+        )
         lines.append(
             f"{name} (`{tax.id}`): max({_source(tax.source)} − {_num(tax.offset)}, "
-            f"{_num(tax.minimum)}) × {_num(tax.rate)} per period."
+            f"{_num(tax.minimum)}) × {_num(tax.rate)} per period"
+            + (f"; {exempt}." if exempt else ".")
         )
         lines.append("")
     return "\n".join(lines)

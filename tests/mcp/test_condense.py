@@ -60,7 +60,7 @@ def test_a_case_is_condensed_to_tree_report_steps_and_shapes(service: InsurerSer
         assert node["@id"].replace(case["@id"], "~") in text
     assert 'Zulassungsbezirk = "W" (one of W, N, B, O, S, St, K, T, V)' in text
     assert "can still be included: Vollkasko, Insassenunfall, Rechtsschutz" in text
-    assert "Exactly one vehicle" in text
+    assert "Genau ein Fahrzeug" in text  # the insurer's language (de) first
     for step in case["bc:nextStep"]:
         assert f"{step['bc:operation']} · {step['bc:target'].replace(case['@id'], '~')}" in text
     assert "p:powerKw: integer, 1..600, required — Leistung (kW)" in text

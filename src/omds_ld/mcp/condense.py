@@ -374,7 +374,8 @@ class _Writer:
         )
         violations = []
         for result in kept:
-            message = label(result.get("sh:resultMessage"), "en")
+            # the insurer's language first: a German insurer's refusal reads in German
+            message = label(result.get("sh:resultMessage"), self.language)
             path = result.get("sh:resultPath", "")
             self.line(f"- {self.iri(result.get('sh:focusNode'))} {path}: {message}", 1)
             violations.append(
@@ -543,10 +544,17 @@ Reader = Callable[["_Writer", Mapping[str, Any]], set[str]]
 
 def _process_knowledge(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     draft = bool(answer.get("pk:draftAtServer"))
-    description = label(answer.get("rdfs:comment"), w.language)
+    comment = answer.get("rdfs:comment")
+    description = label(comment, w.language)
     w.line(f"Draft at the server: {'yes' if draft else 'no'}")
     w.line(description)
-    w.data["processKnowledge"] = {"draftAtServer": draft, "description": description}
+    other = label(comment, "en" if w.language != "en" else "de")
+    if other and other != description:  # the other language too, where the norm has both
+        w.line(other)
+    w.data["processKnowledge"] = {
+        "draftAtServer": draft, "description": description,
+        **({"descriptions": dict(comment)} if isinstance(comment, Mapping) else {}),
+    }  # fmt: skip
     return set()
 
 

@@ -196,6 +196,11 @@ class ReferenceAgent:
             premium = content.get("premium")
             if premium and content.get("validation", {}).get("conforms") and not result.is_error:
                 assumed = [f"{d['label']} = {d['value']}" for d in content.get("defaults", [])]
+                assumed += [
+                    f"{c['label']} (included by default / standardmäßig eingeschlossen)"
+                    for c in content.get("defaultComponents", [])
+                    if c.get("included")
+                ]
                 offer = await self._offer(server, result, scenario, session)
                 return (Decimal(str(premium["gross"])), premium.get("currency", ""), assumed, offer)
             if result.is_error and with_facts:

@@ -408,3 +408,20 @@ def test_an_electric_car_pays_no_motor_related_insurance_tax(server: ExampleServ
         assert refused.is_error and "Antrieb: combustion" in text and "electric (Elektro)" in text
 
     run(server, "pfefferminzia", body)
+
+
+def test_every_text_comes_in_the_insurers_language_and_the_other_where_there_are_both(
+    server: ExampleServer,
+) -> None:
+    async def body(client: Client) -> None:
+        known = await client.call_tool("readProcessKnowledge", {})
+        described = known.structured_content["processKnowledge"]
+        assert set(described["descriptions"]) == {"de", "en"}
+        for text in described["descriptions"].values():
+            assert text in known.content[0].text  # German first, then English
+        case = await new_case(client)
+        violation = case.structured_content["validation"]["violations"][0]
+        assert violation["message"] == violation["messages"]["de"]
+        assert "Genau ein Fahrzeug" in case.content[0].text
+
+    run(server, "pfefferminzia", body)

@@ -56,6 +56,16 @@ MISTAKES: dict[str, tuple[Callable[[Path], None], str, str]] = {
         "tariff.components.rechtschutz",
         "no component 'rechtschutz'",
     ),
+    "a warning about a field the shapes do not have": (
+        lambda f: _edit(f / PFEFFERMINZIA, "    riskObject: licensePlate\n", "    riskObject: plate\n"),
+        "warnings[0]",
+        "'plate' is no risk object field",
+    ),
+    "an exemption by a field the shapes do not have": (
+        lambda f: _edit(f / PFEFFERMINZIA, "exempt: { driveType:", "exempt: { antrieb:"),
+        "tariff.taxes[0].exempt",
+        "'antrieb' is no risk object field",
+    ),
     "a key the format does not know": (
         lambda f: _edit(f / PFEFFERMINZIA, "lineOfBusiness:", "lineOfBussiness:"),
         "/",

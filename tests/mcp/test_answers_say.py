@@ -425,3 +425,27 @@ def test_every_text_comes_in_the_insurers_language_and_the_other_where_there_are
         assert "Genau ein Fahrzeug" in case.content[0].text
 
     run(server, "pfefferminzia", body)
+
+
+def test_a_plate_of_another_district_is_a_warning_that_does_not_block(
+    server: ExampleServer,
+) -> None:
+    """A plate of Salzburg with the registration district left at Vienna: the premium is
+    calculated, and every answer says the data contradict each other."""
+
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        case = await follow(
+            client, step(case, "createRiskObject"), {**SKODA, "p:licensePlate": "S-CX5205"}
+        )
+        priced = await follow(client, step(case, "calculatePremium"))
+        validation = priced.structured_content["validation"]
+        assert validation["conforms"] is True and priced.structured_content["premium"]
+        [warning] = validation["warnings"]
+        assert "S-CX5205" in warning["message"] and "Zulassungsbezirk W" in warning["message"]
+        assert "Warning (does not block): Das Kennzeichen S-CX5205" in priced.content[0].text
+        fine = await new_case(client)
+        fine = await follow(client, step(fine, "createRiskObject"), SKODA)  # W-12345A in W
+        assert "warnings" not in fine.structured_content["validation"]
+
+    run(server, "pfefferminzia", body)

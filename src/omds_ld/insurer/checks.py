@@ -47,6 +47,7 @@ class ProductFacts:
     attributes: Mapping[str, Mapping[str, Field]]  # component id ("" the root) → name → field
     risk_fields: Mapping[str, Field]
     tariff: Tariff
+    warnings: tuple[tuple[str, str], ...] = ()  # each warning's risk object field and attribute
 
 
 def _field_of(facts: ProductFacts, source: Source, component: str) -> Field | None:
@@ -142,6 +143,9 @@ def check_product(facts: ProductFacts) -> list[Finding]:
             findings += _input_findings(
                 facts, Source("riskObject", name), "", f"tariff.taxes[{index}].exempt"
             )
+    for index, (field, attribute) in enumerate(facts.warnings):
+        findings += _input_findings(facts, Source("riskObject", field), "", f"warnings[{index}]")
+        findings += _input_findings(facts, Source("attribute", attribute), "", f"warnings[{index}]")
     return findings
 
 
@@ -154,4 +158,5 @@ def product_facts(file: str, raw: Mapping[str, Any], product: Any) -> ProductFac
         attributes={node.id: {a.local_name: a for a in node.attributes} for node in product.nodes},
         risk_fields={f.local_name: f for f in product.risk_object.shape.fields},
         tariff=product.tariff,
+        warnings=tuple((r.risk_field, r.attribute) for r in product.warnings),
     )

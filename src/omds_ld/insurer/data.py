@@ -16,6 +16,7 @@ from rdflib import RDFS, Graph, URIRef
 from omds_ld.insurer.checks import Finding, InsurerDataError, check_product, product_facts
 from omds_ld.insurer.shacl import ShapeValidator
 from omds_ld.insurer.tariff import Tariff
+from omds_ld.insurer.warnings import Rule, parse_rules
 from omds_ld.norm.jsonld import P
 from omds_ld.norm.schemas import SchemaValidator
 from omds_ld.norm.shapes import SH, Field, NodeShape, shapes_from_graph
@@ -85,6 +86,7 @@ class Product:
     tariff: Tariff
     validator: ShapeValidator
     risk_validator: ShapeValidator
+    warnings: tuple[Rule, ...] = ()  # data that contradict each other: said, never blocking
 
     def component(self, component_id: str) -> Component | None:
         if component_id == "":
@@ -207,6 +209,7 @@ def _product(
         tariff=Tariff.parse(raw["tariff"]),
         validator=ShapeValidator(_subgraph(graph, [*needed, risk_shape.iri])),
         risk_validator=ShapeValidator(_subgraph(graph, [risk_shape.iri])),
+        warnings=parse_rules(raw.get("warnings")),
     )
 
 

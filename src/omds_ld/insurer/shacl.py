@@ -25,6 +25,7 @@ class Result:
     messages: Mapping[str, str]
     constraint: str
     value: Any = None
+    severity: str = str(SH.Violation)  # a warning (SH.Warning) never makes a report not conform
 
 
 @dataclass(frozen=True)
@@ -34,13 +35,17 @@ class Report:
     conforms: bool
     results: tuple[Result, ...]
 
+    def warned(self, warnings: tuple[Result, ...]) -> Report:
+        """The report with these warnings added; whether it conforms stays as it was."""
+        return Report(self.conforms, (*self.results, *warnings)) if warnings else self
+
     def to_jsonld(self) -> dict[str, Any]:
         results = []
         for r in self.results:
             out: dict[str, Any] = {
                 "@type": "sh:ValidationResult",
                 "sh:focusNode": r.focus_node,
-                "sh:resultSeverity": "sh:Violation",
+                "sh:resultSeverity": compact_iri(r.severity),
                 "sh:sourceConstraintComponent": compact_iri(r.constraint),
                 "sh:resultMessage": dict(r.messages),
             }

@@ -7,6 +7,7 @@ from rdflib import RDF, Graph, URIRef
 from omds_ld.insurer.data import Product
 from omds_ld.insurer.draft import Draft, RiskObject
 from omds_ld.insurer.shacl import Report, Result
+from omds_ld.insurer.warnings import warnings_of
 from omds_ld.norm.jsonld import P
 from omds_ld.norm.shapes import NodeShape, to_literal
 
@@ -62,8 +63,15 @@ def draft_graph(product: Product, draft: Draft, base_iri: str) -> Graph:
 
 
 def validate_draft(product: Product, draft: Draft, base_iri: str) -> Report:
-    """Validate a whole draft against its product's shapes."""
-    return product.validator.validate(draft_graph(product, draft, base_iri))
+    """Validate a whole draft against its product's shapes; then its warnings (data that
+    contradict each other), which never make it not conform."""
+    report = product.validator.validate(draft_graph(product, draft, base_iri))
+    if not product.warnings:
+        return report
+    risk_iris = {r.id: risk_object_iri(base_iri, r.id) for r in draft.risk_objects}
+    paths = {f.path.rsplit("#", 1)[-1].rsplit("/", 1)[-1]: f.path
+             for f in product.risk_object.shape.fields}  # fmt: skip
+    return report.warned(warnings_of(product.warnings, draft, risk_iris, paths))
 
 
 def validate_risk_object(product: Product, risk_object: RiskObject, iri: str) -> Report:

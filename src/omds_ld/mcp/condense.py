@@ -123,6 +123,11 @@ def _days_between(start: str, end: str) -> int | None:
         return None
 
 
+def _severity(result: Mapping[str, Any]) -> str:
+    severity = str(result.get("sh:resultSeverity") or "sh:Violation")
+    return "sh:" + severity.rsplit("#", 1)[-1].removeprefix("sh:")
+
+
 def local(iri: str) -> str:
     return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
 
@@ -362,7 +367,9 @@ class _Writer:
     def validation(self, report: Mapping[str, Any] | None) -> None:
         if not report:
             return
-        results = many(report.get("sh:result"))
+        everything = many(report.get("sh:result"))
+        warnings = [r for r in everything if _severity(r) == "sh:Warning"]
+        results = [r for r in everything if _severity(r) != "sh:Warning"]
         kept, precision = bound(
             results, MAX_VIOLATIONS, "call validateCalculation with full=true for the whole report"
         )
@@ -387,10 +394,17 @@ class _Writer:
                     "value": result.get("sh:value"),
                 }
             )
+        said = []
+        for warning in warnings[:MAX_VIOLATIONS]:  # they do not block: said, for the broker
+            message = label(warning.get("sh:resultMessage"), self.language)
+            self.line(f"Warning (does not block): {message}", 1)
+            said.append({"path": warning.get("sh:resultPath", ""), "message": message,
+                         "messages": warning.get("sh:resultMessage")})  # fmt: skip
         self.data["validation"] = {
             "conforms": conforms,
             "violations": violations,
             "scope": precision.to_dict(),
+            **({"warnings": said} if said else {}),
         }
 
     def premium(self, premium: Mapping[str, Any] | None) -> None:

@@ -1,0 +1,76 @@
+"""Warnings of a product: data that contradict each other without being wrong each on its own
+(a plate of Salzburg, a registration district of Vienna). They are results of the validation
+report with ``sh:resultSeverity sh:Warning``: said in every answer, never blocking (the report
+still conforms), as pySHACL's ``allow_warnings`` has it.
+
+A rule is data of the product (``warnings:`` in its file): ``prefix-matches`` says that the
+letters of a risk object's field before its first hyphen are an attribute's value."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from omds_ld.insurer.shacl import Result
+from omds_ld.norm.shapes import SH
+
+if TYPE_CHECKING:
+    from omds_ld.insurer.draft import Draft
+
+WARNING = str(SH.Warning)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``riskObject``'s letters before its first hyphen must be ``attribute``'s value."""
+
+    id: str
+    risk_field: str  # a field of the risk object, by its local name
+    attribute: str  # an attribute of the product's root, by its local name
+    messages: Mapping[str, str]  # with {value} (the risk object's) and {attribute} (its value)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> Rule:
+        return cls(
+            str(raw["id"]), str(raw["riskObject"]), str(raw["attribute"]), dict(raw["message"])
+        )
+
+
+def parse_rules(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Rule, ...]:
+    return tuple(Rule.parse(r) for r in raw or ())
+
+
+def warnings_of(
+    rules: Sequence[Rule], draft: Draft, risk_iris: Mapping[str, str], path_of: Mapping[str, str]
+) -> tuple[Result, ...]:
+    """The warnings the draft's data raise: one per risk object and broken rule.
+    ``risk_iris``: risk object id → its IRI; ``path_of``: a field's local name → its property."""
+    found = []
+    for rule in rules:
+        setting = draft.attributes.get("", {}).get(rule.attribute)
+        for risk_object in draft.risk_objects:
+            value = next(
+                (v for k, v in risk_object.values.items()
+                 if k.rsplit("#", 1)[-1].rsplit("/", 1)[-1] == rule.risk_field),
+                None,
+            )  # fmt: skip
+            if value is None or setting is None:
+                continue
+            prefix = str(value).split("-", 1)[0]
+            if prefix == str(setting):
+                continue
+            found.append(
+                Result(
+                    focus_node=risk_iris[risk_object.id],
+                    path=path_of.get(rule.risk_field),
+                    messages={
+                        language: text.format(value=value, attribute=setting)
+                        for language, text in rule.messages.items()
+                    },
+                    constraint=f"urn:omds-ld:warning:{rule.id}",
+                    value=str(value),
+                    severity=WARNING,
+                )
+            )
+    return tuple(found)

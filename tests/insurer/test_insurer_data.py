@@ -66,6 +66,15 @@ MISTAKES: dict[str, tuple[Callable[[Path], None], str, str]] = {
         "tariff.taxes[0].exempt",
         "'antrieb' is no risk object field",
     ),
+    "a coded value without its meaning": (
+        lambda f: _edit(
+            f / "pfefferminzia/shapes.ttl",
+            '[ p:value "St" ; rdfs:label "Steiermark"@de, "Styria"@en ] ,',
+            "",
+        ),
+        "shapes: zulassungsbezirk",
+        "the value 'St' has no p:valueLabel in German and English",
+    ),
     "a key the format does not know": (
         lambda f: _edit(f / PFEFFERMINZIA, "lineOfBusiness:", "lineOfBussiness:"),
         "/",

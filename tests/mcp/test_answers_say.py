@@ -278,14 +278,17 @@ def test_every_component_shows_its_attributes_included_or_not(server: ExampleSer
         assert attributes["Kaskoart"]["range"]["in"] == ["teil", "voll"]
         assert attributes["Selbstbehalt (EUR)"]["range"]["default"] == 500
         text = instance.content[0].text
-        assert 'Kaskoart = "teil" (one of teil, voll)' in text
+        assert 'Kaskoart = "teil" (one of teil (Teilkasko), voll (Vollkasko))' in text
         product = await follow(client, step(products, "readProduct"))
         [described] = [
             c for c in product.structured_content["product"]["components"] if c["label"] == "Kasko"
         ]
         labels = {a["label"]: a for a in described["attributes"]}
         assert labels["Kaskoart"]["default"] == "teil"
-        assert 'Kaskoart = "teil" (one of teil, voll)' in product.content[0].text
+        assert (
+            'Kaskoart = "teil" (one of teil (Teilkasko), voll (Vollkasko))'
+            in product.content[0].text
+        )
 
     run(server, "disrupto", body)
 
@@ -447,5 +450,30 @@ def test_a_plate_of_another_district_is_a_warning_that_does_not_block(
         fine = await new_case(client)
         fine = await follow(client, step(fine, "createRiskObject"), SKODA)  # W-12345A in W
         assert "warnings" not in fine.structured_content["validation"]
+
+    run(server, "pfefferminzia", body)
+
+
+def test_every_coded_value_says_what_it_means(server: ExampleServer) -> None:
+    """St is Steiermark, K Kärnten: in a German insurer's draft and shape, in German; the
+    labels in both languages in the structured content; a refusal names them too."""
+
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        text = case.content[0].text
+        assert "St (Steiermark)" in text and "K (Kärnten)" in text
+        district = next(
+            a for a in case.structured_content["draft"]["attributes"]
+            if a["label"] == "Zulassungsbezirk"
+        )  # fmt: skip
+        assert district["range"]["labels"]["St"] == "Steiermark"
+        shape = await client.call_tool("readShape", {"shapeId": "VehicleShape"})
+        assert "electric (Elektro)" in shape.content[0].text
+        refused = await client.call_tool(
+            "setAttributes",
+            {"caseId": case.structured_content["case"]["caseId"],
+             "body": {"bc:values": [{"bc:attribute": district["iri"], "p:value": "Graz"}]}},
+        )  # fmt: skip
+        assert refused.is_error and "St (Steiermark)" in refused.content[0].text
 
     run(server, "pfefferminzia", body)

@@ -58,7 +58,7 @@ def test_a_case_is_condensed_to_tree_report_steps_and_shapes(service: InsurerSer
     for node in case["bc:draft"]["p:hasPart"]:
         assert node["@id"] in {c["iri"] for c in draft["components"]}
         assert node["@id"].replace(case["@id"], "~") in text
-    assert 'Zulassungsbezirk = "W" (one of W, N, B, O, S, St, K, T, V)' in text
+    assert 'Zulassungsbezirk = "W" (one of W (Wien), N (Niederösterreich), B (Burgenland),' in text
     assert "can still be included: Vollkasko, Insassenunfall, Rechtsschutz" in text
     assert "Genau ein Fahrzeug" in text  # the insurer's language (de) first
     for step in case["bc:nextStep"]:

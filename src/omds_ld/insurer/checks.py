@@ -143,9 +143,30 @@ def check_product(facts: ProductFacts) -> list[Finding]:
             findings += _input_findings(
                 facts, Source("riskObject", name), "", f"tariff.taxes[{index}].exempt"
             )
+    findings += _unlabelled_values(facts)
     for index, (field, attribute) in enumerate(facts.warnings):
         findings += _input_findings(facts, Source("riskObject", field), "", f"warnings[{index}]")
         findings += _input_findings(facts, Source("attribute", attribute), "", f"warnings[{index}]")
+    return findings
+
+
+def _unlabelled_values(facts: ProductFacts) -> list[Finding]:
+    """Every coded value of an enumeration (a text in sh:in) says what it means, in German and
+    English (p:valueLabel): an agent must not guess that St is Styria."""
+    fields = [*facts.risk_fields.values()]
+    fields += [f for node in facts.attributes.values() for f in node.values()]
+    findings = []
+    for field in fields:
+        labelled = dict(field.value_labels)
+        for value in field.in_values or ():
+            if isinstance(value, str) and not {"de", "en"} <= set(labelled.get(value, {})):
+                findings.append(
+                    Finding(
+                        facts.file,
+                        f"shapes: {field.local_name}",
+                        f"the value {value!r} has no p:valueLabel in German and English",
+                    )
+                )
     return findings
 
 

@@ -20,6 +20,7 @@ _RANGE_KEYS = (
     "sh:maxLength",
     "sh:pattern",
     "sh:in",
+    "p:valueLabel",
     "sh:defaultValue",
 )
 _RESERVED = {"@id", "@type", "@context", "bc:riskObjectId"}

@@ -132,13 +132,27 @@ def local(iri: str) -> str:
     return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
 
 
-def _range(field: Mapping[str, Any]) -> str:
+def value_labels(field: Mapping[str, Any], language: str) -> dict[str, str]:
+    """What each admissible value of an enumeration means, in the language wanted."""
+    return {
+        str(item.get("p:value")): label(item.get("rdfs:label"), language)
+        for item in many(field.get("p:valueLabel"))
+        if isinstance(item, Mapping)
+    }
+
+
+def _range(field: Mapping[str, Any], language: str = "en") -> str:
     parts = []
     datatype = field.get("sh:datatype")
     if datatype and "sh:in" not in field:
         parts.append(local(str(datatype)).replace("xsd:", ""))
     if "sh:in" in field:
-        parts.append("one of " + ", ".join(str(v) for v in field["sh:in"]))
+        meaning = value_labels(field, language)
+        parts.append(
+            "one of "
+            + ", ".join(f"{v} ({meaning[str(v)]})" if str(v) in meaning else str(v)
+                        for v in field["sh:in"])
+        )  # fmt: skip
     low, high = field.get("sh:minInclusive"), field.get("sh:maxInclusive")
     if low is not None or high is not None:
         parts.append(f"{'' if low is None else low}..{'' if high is None else high}")
@@ -153,8 +167,11 @@ def _range(field: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _range_struct(field: Mapping[str, Any]) -> dict[str, Any]:
+def _range_struct(field: Mapping[str, Any], language: str = "en") -> dict[str, Any]:
     out: dict[str, Any] = {}
+    meaning = value_labels(field, language)
+    if meaning:
+        out["labels"] = meaning
     for key, name in (
         ("sh:datatype", "type"),
         ("sh:in", "in"),
@@ -217,7 +234,7 @@ class _Writer:
             "label": label(attribute.get("rdfs:label"), self.language),
             "value": attribute.get("p:value"),
             "required": attribute.get("p:required", False),
-            "range": _range_struct(attribute),
+            "range": _range_struct(attribute, self.language),
         }
 
     def attribute(self, attribute: Mapping[str, Any], indent: int) -> dict[str, Any]:
@@ -227,7 +244,7 @@ class _Writer:
         prop = str(attribute.get("p:property", ""))
         self.shown_properties.add(prop)
         named = prop if self.by_property else self.iri(attribute.get("@id", prop))
-        self.line(f"{name} = {shown} ({_range(attribute)}) {named}", indent)
+        self.line(f"{name} = {shown} ({_range(attribute, self.language)}) {named}", indent)
         return self._attribute_data(attribute)
 
     def node(
@@ -526,13 +543,13 @@ class _Writer:
                         "name": field.get("sh:path"),
                         "label": field_label,
                         "required": required,
-                        **_range_struct(field),
+                        **_range_struct(field, self.language),
                     }
                 )
                 if shown_above and field.get("sh:path") in self.shown_properties:
                     continue
                 self.line(
-                    f"{field.get('sh:path', '—')}: {_range(field) or 'see description'}"
+                    f"{field.get('sh:path', '—')}: {_range(field, self.language) or 'see description'}"
                     f"{', required' if required else ''} — {explained}",
                     1,
                 )
@@ -617,8 +634,8 @@ def _fields(w: _Writer, owner: Mapping[str, Any], indent: int) -> list[dict[str,
         shown = "" if default is None else f" = {json.dumps(default, ensure_ascii=False)}"
         field_label = label(field.get("sh:name"), w.language)
         path = field.get("sh:path", "—")
-        w.line(f"{field_label}{shown} ({_range(field)}) {path}", indent)
-        out.append({"name": path, "label": field_label, **_range_struct(field)})
+        w.line(f"{field_label}{shown} ({_range(field, w.language)}) {path}", indent)
+        out.append({"name": path, "label": field_label, **_range_struct(field, w.language)})
     return out
 
 

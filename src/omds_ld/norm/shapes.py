@@ -11,7 +11,7 @@ from rdflib import RDF, BNode, Graph, Literal, Namespace, URIRef
 from rdflib.collection import Collection
 from rdflib.term import Node
 
-from omds_ld.norm.jsonld import compact_iri
+from omds_ld.norm.jsonld import P, compact_iri
 
 SH = Namespace("http://www.w3.org/ns/shacl#")
 RDFS = Namespace("http://www.w3.org/2000/01/rdf-schema#")
@@ -68,6 +68,9 @@ class Field:
     in_values: tuple[Scalar, ...] | None
     default: Scalar | None
     order: float
+    # what each admissible value of an enumeration means, in both languages (p:valueLabel):
+    # "St" is Steiermark (Styria), not a guess
+    value_labels: tuple[tuple[Scalar, dict[str, str]], ...] = ()
 
     @property
     def local_name(self) -> str:
@@ -103,6 +106,10 @@ class Field:
                 out[key] = value
         if self.in_values is not None:
             out["sh:in"] = list(self.in_values)
+        if self.value_labels:
+            out["p:valueLabel"] = [
+                {"p:value": v, "rdfs:label": dict(t)} for v, t in self.value_labels
+            ]
         return out
 
 
@@ -131,6 +138,20 @@ class NodeShape:
             out["rdfs:label"] = self.label
         out["sh:property"] = [f.to_jsonld() for f in self.fields]
         return out
+
+
+def _value_labels(
+    graph: Graph, node: Node, order: tuple[Scalar, ...]
+) -> tuple[tuple[Scalar, dict[str, str]], ...]:
+    """The labels of an enumeration's values (``p:valueLabel [ p:value …; rdfs:label … ]``),
+    in the order of its ``sh:in``."""
+    found = {}
+    for labelled in graph.objects(node, URIRef(P + "valueLabel")):
+        value = _one(graph, labelled, URIRef(P + "value"))
+        if value is not None:
+            found[_json_value(value)] = _texts(graph, labelled, RDFS.label)
+    ranked = {v: i for i, v in enumerate(order)}
+    return tuple(sorted(found.items(), key=lambda item: ranked.get(item[0], len(ranked))))
 
 
 def _field(graph: Graph, node: Node) -> Field:
@@ -171,6 +192,7 @@ def _field(graph: Graph, node: Node) -> Field:
         in_values=in_values,
         default=scalar(SH.defaultValue),
         order=float(order) if isinstance(order, Literal) else 1e9,
+        value_labels=_value_labels(graph, node, in_values or ()),
     )
 
 

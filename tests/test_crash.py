@@ -199,6 +199,7 @@ def test_killed_replica_leaves_no_key_stuck_and_acts_once(
             replica.stop()
         redis.stop()
     rounds = len(created)
+    print(f"{rounds} rounds, {unanswered} calls cut off by the kill")
     assert unanswered >= 2, f"only {unanswered} of {rounds} calls were cut off by the kill"
     assert len(set(created.values())) == rounds
     cases = server.snapshot()["cases"]

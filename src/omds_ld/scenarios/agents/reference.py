@@ -110,6 +110,17 @@ def _violations(result: Any) -> list[str]:
     return said or [str(problem.get("detail") or result_text(result))]
 
 
+def _assumed(content: Mapping[str, Any]) -> list[str]:
+    """What a final answer names as assumed: the values nobody set, the components the insurer
+    includes by default."""
+    assumed = [f"{d['label']} = {d['value']}" for d in content.get("defaults", [])]
+    return assumed + [
+        f"{c['label']} (included by default / standardmäßig eingeschlossen)"
+        for c in content.get("defaultComponents", [])
+        if c.get("included")
+    ]
+
+
 def _german(amount: Decimal) -> str:
     return f"{amount:,.2f}".replace(",", "X").replace(".", ",").replace("X", ".")
 
@@ -160,22 +171,7 @@ class ReferenceAgent:
     async def _calculate(
         self, server: str, scenario: Scenario, session: RunSession, facts: Mapping[str, Any]
     ) -> tuple[Decimal, str, list[str], str | None]:
-        risk_class = expand_curie(str(facts.get("@type", "")))
-        products = await session.call(server, ENTRY, {})
-        offered = [
-            p for p in products.structured_content["products"]
-            if expand_curie(str(p.get("riskObjectClass"))) == risk_class
-        ]  # fmt: skip
-        if not offered:
-            others = [
-                f"{p.get('label')} ({p.get('lineOfBusiness')})"
-                for p in products.structured_content["products"]
-            ]
-            raise Stopped(
-                server,
-                f"{server} offers no product for this / bietet dafür kein Produkt an; it offers / "
-                f"angeboten: {', '.join(others) or 'nothing'}",
-            )
+        products, offered = await self._products_for(server, session, facts)
         start = next(
             (s for tool in STARTS if (s := _step(products, tool, offered[0]["iri"]))), None
         )
@@ -195,14 +191,9 @@ class ReferenceAgent:
             self._remember(content)
             premium = content.get("premium")
             if premium and content.get("validation", {}).get("conforms") and not result.is_error:
-                assumed = [f"{d['label']} = {d['value']}" for d in content.get("defaults", [])]
-                assumed += [
-                    f"{c['label']} (included by default / standardmäßig eingeschlossen)"
-                    for c in content.get("defaultComponents", [])
-                    if c.get("included")
-                ]
                 offer = await self._offer(server, result, scenario, session)
-                return (Decimal(str(premium["gross"])), premium.get("currency", ""), assumed, offer)
+                gross = Decimal(str(premium["gross"]))
+                return gross, premium.get("currency", ""), _assumed(content), offer
             if result.is_error and with_facts:
                 # the task's own data is refused: say why and what is admissible, change nothing
                 raise Stopped(
@@ -233,6 +224,23 @@ class ReferenceAgent:
                 offered_tools = [s["tool"] for s in content.get("nextSteps", [])]
                 raise AgentGaveUp(f"{server}: no step leads on; offered: {offered_tools}")
         raise AgentGaveUp(f"{server}: no premium after {MAX_STEPS} steps")
+
+    async def _products_for(
+        self, server: str, session: RunSession, facts: Mapping[str, Any]
+    ) -> tuple[Any, list[Mapping[str, Any]]]:
+        """The product list, and its products for the task's risk object; none is a "no"."""
+        risk_class = expand_curie(str(facts.get("@type", "")))
+        products = await session.call(server, ENTRY, {})
+        listed = products.structured_content["products"]
+        offered = [p for p in listed if expand_curie(str(p.get("riskObjectClass"))) == risk_class]
+        if not offered:
+            others = [f"{p.get('label')} ({p.get('lineOfBusiness')})" for p in listed]
+            raise Stopped(
+                server,
+                f"{server} offers no product for this / bietet dafür kein Produkt an; it offers / "
+                f"angeboten: {', '.join(others) or 'nothing'}",
+            )
+        return products, offered
 
     async def _adjust_draft(
         self, server: str, result: Any, scenario: Scenario, session: RunSession

@@ -168,6 +168,19 @@ def register(base_url: str, **metadata: Any) -> dict[str, Any]:
     return registered
 
 
+def redeem(
+    base_url: str, client: dict[str, Any], code: str, verifier: str, resource: str
+) -> httpx.Response:
+    """A code redeemed at the token endpoint by the client it was issued to."""
+    return httpx.post(
+        f"{base_url}/oauth/token",
+        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
+              "code_verifier": verifier, "resource": resource,
+              "client_id": client["client_id"], "client_secret": client["client_secret"]},
+        timeout=30,
+    )  # fmt: skip
+
+
 def tokens_by_hand(
     base_url: str, broker: str, resource: str, scope: str = "omds-ld.read omds-ld.write"
 ) -> dict[str, Any]:
@@ -182,13 +195,7 @@ def tokens_by_hand(
                        "resource": resource, "code_challenge": challenge,
                        "code_challenge_method": "S256"})  # fmt: skip
     code = asyncio.run(log_in(f"{base_url}/oauth/authorize?{query}", broker)).code
-    answer = httpx.post(
-        f"{base_url}/oauth/token",
-        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
-              "code_verifier": verifier, "resource": resource,
-              "client_id": client["client_id"], "client_secret": client["client_secret"]},
-        timeout=30,
-    )  # fmt: skip
+    answer = redeem(base_url, client, code, verifier, resource)
     assert answer.status_code == 200, answer.text
     tokens: dict[str, Any] = {**answer.json(), "client": client}
     return tokens

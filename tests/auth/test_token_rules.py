@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from tests.auth.flow import REDIRECT, log_in, pkce, register, tokens_by_hand
+from tests.auth.flow import REDIRECT, log_in, pkce, redeem, register, tokens_by_hand
 from tests.servers import ExampleServer, running
 
 PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
@@ -87,13 +87,7 @@ def _code(
 def _redeem(
     server: ExampleServer, client: dict[str, Any], code: str, verifier: str, resource: str
 ) -> httpx.Response:
-    return httpx.post(
-        f"{server.url}/oauth/token",
-        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
-              "code_verifier": verifier, "resource": resource,
-              "client_id": client["client_id"], "client_secret": client["client_secret"]},
-        timeout=30,
-    )  # fmt: skip
+    return redeem(server.url, client, code, verifier, resource)
 
 
 def _code_flow(

@@ -20,7 +20,7 @@ import pytest
 
 from omds_ld.chat.conversations import MAX_EVENTS, Conversations, owner_of
 from tests.auth.flow import logged_in_at
-from tests.servers import ExampleServer
+from tests.servers import ExampleServer, running
 
 PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
 
@@ -95,48 +95,46 @@ def _seeded(database: Path, events: int) -> tuple[str, str]:
     return cookie, cid
 
 
-def test_a_long_conversation_costs_no_more_per_call_than_a_new_one(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _long_day(tmp_path: Path, events: int) -> Iterator[tuple[httpx.Client, str]]:
+    """A server over a store with a conversation of ``events`` events, and the browser (its
+    cookie set) that owns it."""
     database = tmp_path / "s.sqlite3"
-    cookie, long_one = _seeded(database, MAX_EVENTS - 200)
-    server = ExampleServer(database)
-    server.start()
-    try:
-        with httpx.Client(base_url=server.url, timeout=60, headers={"Origin": server.url}) as web:
-            web.cookies.set("omds_ld_chat", cookie, path="/chat")
-            new_one = web.post("/chat/api/conversations", json={}).json()["id"]
+    cookie, cid = _seeded(database, events)
+    with (
+        running(ExampleServer(database)) as server,
+        httpx.Client(base_url=server.url, timeout=60, headers={"Origin": server.url}) as web,
+    ):
+        web.cookies.set("omds_ld_chat", cookie, path="/chat")
+        yield web, cid
 
-            def p50(cid: str) -> float:
-                took = []
-                for _ in range(15):
-                    started = time.perf_counter()
-                    assert _call(web, cid, "listProducts").status_code == 200
-                    took.append(time.perf_counter() - started)
-                return statistics.median(took)
 
-            p50(new_one)  # warm
-            fresh, long = p50(new_one), p50(long_one)
-            read = web.get(f"/chat/api/conversations/{long_one}")
-            assert read.status_code == 200 and len(read.json()["events"]) == MAX_EVENTS - 200 + 15
-    finally:
-        server.stop()
+def test_a_long_conversation_costs_no_more_per_call_than_a_new_one(tmp_path: Path) -> None:
+    with _long_day(tmp_path, MAX_EVENTS - 200) as (web, long_one):
+        new_one = web.post("/chat/api/conversations", json={}).json()["id"]
+
+        def p50(cid: str) -> float:
+            took = []
+            for _ in range(15):
+                started = time.perf_counter()
+                assert _call(web, cid, "listProducts").status_code == 200
+                took.append(time.perf_counter() - started)
+            return statistics.median(took)
+
+        p50(new_one)  # warm
+        fresh, long = p50(new_one), p50(long_one)
+        read = web.get(f"/chat/api/conversations/{long_one}")
+        assert read.status_code == 200 and len(read.json()["events"]) == MAX_EVENTS - 200 + 15
     # before one row per event, a call at 750 events took 50 times one at the start
     assert long < 3 * fresh, (long, fresh)
 
 
 def test_a_full_conversation_refuses_another_call(tmp_path: Path) -> None:
-    database = tmp_path / "s.sqlite3"
-    cookie, full = _seeded(database, MAX_EVENTS - 10)
-    server = ExampleServer(database)
-    server.start()
-    try:
-        with httpx.Client(base_url=server.url, timeout=60, headers={"Origin": server.url}) as web:
-            web.cookies.set("omds_ld_chat", cookie, path="/chat")
-            refused = _call(web, full, "listProducts")
-            assert refused.status_code == 409 and "start a new one" in refused.json()["detail"]
-            events = web.get(f"/chat/api/conversations/{full}").json()["events"]
-            assert len(events) == MAX_EVENTS - 10, "nothing was added"
-    finally:
-        server.stop()
+    with _long_day(tmp_path, MAX_EVENTS - 10) as (web, full):
+        refused = _call(web, full, "listProducts")
+        assert refused.status_code == 409 and "start a new one" in refused.json()["detail"]
+        events = web.get(f"/chat/api/conversations/{full}").json()["events"]
+        assert len(events) == MAX_EVENTS - 10, "nothing was added"
 
 
 @pytest.fixture

@@ -4,11 +4,13 @@ real MCP client against the example server."""
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from omds_ld.insurer.data import load_insurers
@@ -477,3 +479,58 @@ def test_every_coded_value_says_what_it_means(server: ExampleServer) -> None:
         assert refused.is_error and "St (Steiermark)" in refused.content[0].text
 
     run(server, "pfefferminzia", body)
+
+
+# §3.7: one start, the process in the product list, each read tool says what its answer adds
+READS_OTHERS_GIVE = {
+    "readProcessKnowledge": "listProducts",
+    "readProduct": "createCalculation",
+    "readShape": "answer already lists",
+    "readCalculation": "Every edit's answer",
+    "validateCalculation": "Every edit's answer",
+    "readOffer": "createOffer's answer",
+}
+
+
+def test_one_start_and_each_read_says_when_another_answer_has_it_already(
+    server: ExampleServer,
+) -> None:
+    async def body(client: Client) -> None:
+        instructions = client.instructions or ""
+        assert re.findall(r"Start with (\w+)", instructions) == ["listProducts"]
+        tools = (await client.list_tools()).tools
+        described = {t.name: " ".join((t.description or "").split()) for t in tools}
+        assert "start of every task" in described["listProducts"]
+        others = {name: text for name, text in described.items() if name != "listProducts"}
+        assert not [n for n, text in others.items() if re.search(r"\bStart here\b", text)]
+        for name, where in READS_OTHERS_GIVE.items():
+            assert "Not needed" in described[name] or "already" in described[name], name
+            assert where in described[name], name
+
+    run(server, "pfefferminzia", body, mode="legacy")  # instructions come with initialize
+
+
+@pytest.mark.parametrize(
+    ("insurer", "process", "first"),
+    [
+        ("pfefferminzia", "draft at the server", "createCalculation"),
+        ("disrupto", "inquiry", "readDefaultInstance"),
+        ("angloamerican", "draft at the server", "createCalculation"),
+    ],
+)
+def test_the_product_list_says_how_the_insurer_works_as_its_process_knowledge_does(
+    server: ExampleServer, insurer: str, process: str, first: str
+) -> None:
+    async def body(client: Client) -> None:
+        products = await client.call_tool("listProducts", {})
+        assert products.structured_content["process"] == process
+        line = next(
+            x for x in products.content[0].text.splitlines() if x.startswith("How it works")
+        )
+        assert first in line
+        knowledge = await client.call_tool("readProcessKnowledge", {})
+        draft = knowledge.structured_content["processKnowledge"]["draftAtServer"]
+        assert draft == (process == "draft at the server")
+        step(products, first)  # the first step the line names is offered
+
+    run(server, insurer, body)

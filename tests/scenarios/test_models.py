@@ -128,3 +128,24 @@ def test_both_adapters_stream_the_models_text_and_still_call_the_same_tools(
         ]
         models = [e for e in recorder.events if e["event"] == MODEL_CALL]
         assert len(models) == 5 and all(m["gen_ai.usage.output_tokens"] == 50 for m in models)
+
+
+def test_a_models_calls_are_measured_against_the_reference_agents_minimum(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    from omds_ld.scenarios.report import metrics, summarize
+    from omds_ld.scenarios.runner import run_all
+
+    fake = FakeAnthropic()
+    [record] = asyncio.run(
+        run_all([SCENARIO], lambda: AnthropicAgent("claude-haiku-4-5", fake), 1, server.url,
+                tmp_path)
+    )  # fmt: skip
+    baseline = read_protocol(tmp_path / "pfefferminzia-skoda.baseline.reference.0.jsonl")
+    minimum = sum(1 for e in baseline if e["event"] == TOOL_CALL)
+    protocol = read_protocol(record.protocol)
+    assert protocol[0]["scenario"]["minimum_calls"] == minimum == 4
+    measured = metrics(protocol)
+    assert measured.minimum_calls == minimum
+    [row] = summarize([(record.grade, measured)])
+    assert row.calls_per_minimum == measured.tool_calls / minimum

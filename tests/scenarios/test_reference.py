@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,14 @@ from omds_ld.scenarios.scenario import builtin_scenarios, load_scenario
 from tests.servers import ExampleServer
 
 SCENARIOS = {p.stem: p for p in builtin_scenarios()}
+DOCS = Path(__file__).parents[2] / "docs" / "scenarios.md"
+
+
+def documented_minimum(name: str) -> int:
+    """The minimum calls docs/scenarios.md gives a shipped scenario."""
+    found = re.search(rf"^\| `{re.escape(name)}` \| (\d+) \|$", DOCS.read_text("utf-8"), re.M)
+    assert found, f"docs/scenarios.md has no minimum for {name}"
+    return int(found.group(1))
 
 
 def test_the_shipped_scenarios_cover_the_required_cases() -> None:
@@ -50,6 +59,8 @@ def test_reference_agent_passes_in_every_run(
         assert (
             kinds[0] == RUN_START and TOOLS_LIST in kinds and TOOL_CALL in kinds and FINAL in kinds
         )
+        # the minimum the docs print is what the reference agent really needs
+        assert kinds.count(TOOL_CALL) == documented_minimum(name)
 
 
 def test_the_recovering_scenario_really_recovers(server: ExampleServer, tmp_path: Path) -> None:
@@ -86,7 +97,7 @@ def test_expected_premiums_can_be_inquired_at_run_time(
         "pfefferminzia": "1684.88",
         "disrupto": "1327.06",
     }
-    assert (tmp_path / "compare-skoda.expected.reference.0.jsonl").exists()
+    assert (tmp_path / "compare-skoda.baseline.reference.0.jsonl").exists()
     assert record.grade.passed
 
 

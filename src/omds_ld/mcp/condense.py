@@ -32,6 +32,7 @@ STRUCTURED_SCHEMA: dict[str, Any] = {
         "operation": {"type": "string"},
         "insurer": {"type": "string"},
         "status": {"type": "integer"},
+        "process": {"type": "string", "enum": ["draft at the server", "inquiry"]},
         **{
             name: _OBJECT
             for name in (
@@ -624,7 +625,30 @@ def _product_list(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         )
     w.data["products"] = out
     w.data["window"] = precision.to_dict()
+    _how_it_works(w, answer)
     return set()
+
+
+def _how_it_works(w: _Writer, answer: Mapping[str, Any]) -> None:
+    """The insurer's process in one line, from the steps that start a calculation: so that
+    an agent needs no readProcessKnowledge before its first step."""
+    starts = {
+        str(step.get("bc:operation"))
+        for step in many(answer.get("bc:nextStep"))
+        if isinstance(step, Mapping)
+    }
+    if "createCalculation" in starts:
+        w.line(
+            "How it works: the insurer keeps the draft at the server. createCalculation starts "
+            "it; each answer then offers the edits, calculatePremium prices it."
+        )
+        w.data["process"] = "draft at the server"
+    elif "readDefaultInstance" in starts:
+        w.line(
+            "How it works: the insurer keeps no draft. readDefaultInstance gives a product's "
+            "ready body; add the risk object and send it to inquireTariff, which prices it."
+        )
+        w.data["process"] = "inquiry"
 
 
 def _fields(w: _Writer, owner: Mapping[str, Any], indent: int) -> list[dict[str, Any]]:

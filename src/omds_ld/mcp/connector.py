@@ -35,7 +35,8 @@ from omds_ld.norm.jsonld import NotJsonLd, canonical
 log = logging.getLogger("omds_ld.mcp")
 
 INSTRUCTIONS = (
-    "The tools are the operations of the OMDS LD norm at {insurer}. Start with listProducts. "
+    "The tools are the operations of the OMDS LD norm at {insurer}. Start with listProducts: "
+    "its answer says how the insurer works and names the first step. "
     "Every answer lists its next steps as tool · target · expected shapes, with the arguments or "
     "the ready body to use, and the fields of each shape. Change a business case only by a step "
     "an answer offered; read whenever it helps. In a body, write terms (properties and classes) "

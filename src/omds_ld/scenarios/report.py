@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from omds_ld.scenarios.grader import Grade
-from omds_ld.scenarios.protocol import MODEL_CALL, TOOL_CALL
+from omds_ld.scenarios.protocol import MODEL_CALL, RUN_START, TOOL_CALL
 
 
 def wilson(passes: int, runs: int, z: float = 1.96) -> tuple[float, float]:
@@ -34,6 +34,8 @@ class RunMetrics:
     tokens: int
     cost: float
     inadmissible: int = 0  # calls refused, or edits no answer offered (the protocol marks them)
+    # the reference agent's calls for the same task (the minimum by next steps), if measured
+    minimum_calls: int | None = None
 
 
 def metrics(protocol: Sequence[Mapping[str, Any]]) -> RunMetrics:
@@ -44,7 +46,12 @@ def metrics(protocol: Sequence[Mapping[str, Any]]) -> RunMetrics:
         for e in models
     )
     refused = sum(1 for e in protocol if e.get("event") == TOOL_CALL and e.get("inadmissible"))
-    return RunMetrics(calls, tokens, sum(float(e.get("cost_usd", 0.0)) for e in models), refused)
+    start = next((e for e in protocol if e.get("event") == RUN_START), {})
+    minimum = (start.get("scenario") or {}).get("minimum_calls")
+    if minimum is None and start.get("agent") == "reference":
+        minimum = calls  # the reference agent's calls are the minimum by definition
+    cost = sum(float(e.get("cost_usd", 0.0)) for e in models)
+    return RunMetrics(calls, tokens, cost, refused, None if minimum is None else int(minimum))
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,8 @@ class Row:
     criteria: Mapping[str, float]
     tool_calls: float
     inadmissible: float
+    # mean calls over the reference agent's minimum for the task (None: no minimum measured)
+    calls_per_minimum: float | None
     tokens: float
     cost_per_run: float
     cost_per_pass: float | None
@@ -87,6 +96,7 @@ def summarize(graded: Sequence[tuple[Grade, RunMetrics]]) -> list[Row]:
             for name in names
         }
         cost = sum(m.cost for _, m in counted)
+        ratios = [m.tool_calls / m.minimum_calls for _, m in counted if m.minimum_calls]
         rows.append(
             Row(
                 scenario=scenario,
@@ -99,6 +109,7 @@ def summarize(graded: Sequence[tuple[Grade, RunMetrics]]) -> list[Row]:
                 criteria=criteria,
                 tool_calls=sum(m.tool_calls for _, m in counted) / n if n else 0.0,
                 inadmissible=sum(m.inadmissible for _, m in counted) / n if n else 0.0,
+                calls_per_minimum=sum(ratios) / len(ratios) if ratios else None,
                 tokens=sum(m.tokens for _, m in counted) / n if n else 0.0,
                 cost_per_run=cost / n if n else 0.0,
                 cost_per_pass=cost / passes if passes else None,
@@ -113,7 +124,7 @@ def render(rows: Sequence[Row]) -> Any:
 
     table = Table(title="Scenario runs (criteria: pass rate of each that is below 1)")
     for column in ("scenario", "agent", "runs", "pass rate", "95 % interval", "pass^1", "pass^2",
-                   "pass^4", "criteria", "calls", "inadmissible", "tokens", "cost/run", "cost/pass",
+                   "pass^4", "criteria", "calls", "× minimum", "inadmissible", "tokens", "cost/run", "cost/pass",
                    "infra"):  # fmt: skip
         table.add_column(column, overflow="fold")
 
@@ -127,8 +138,8 @@ def render(rows: Sequence[Row]) -> Any:
             k(row.pass_k[1]), k(row.pass_k[2]), k(row.pass_k[4]),
             " ".join(f"{name} {rate:.2f}" for name, rate in row.criteria.items() if rate < 1)
             or "all 1.00",
-            f"{row.tool_calls:.1f}", f"{row.inadmissible:.1f}", f"{row.tokens:.0f}",
-            f"{row.cost_per_run:.4f}",
+            f"{row.tool_calls:.1f}", k(row.calls_per_minimum), f"{row.inadmissible:.1f}",
+            f"{row.tokens:.0f}", f"{row.cost_per_run:.4f}",
             "—" if row.cost_per_pass is None else f"{row.cost_per_pass:.4f}", str(row.infrastructure),
         )  # fmt: skip
     return table
@@ -165,7 +176,8 @@ def render_html(rows: Sequence[Row], title: str = "OMDS LD scenario report") -> 
         "<p>Pass rate with its 95 % Wilson interval; pass^k is the chance that k runs drawn from "
         "these all pass. Infrastructure failures are counted apart.</p>",
         "<table><tr><th>scenario</th><th>agent</th><th>runs</th><th>pass rate (95 % interval)</th>"
-        "<th>pass^1</th><th>pass^2</th><th>pass^4</th><th>calls</th><th>inadmissible</th>"
+        "<th>pass^1</th><th>pass^2</th><th>pass^4</th><th>calls</th><th>× minimum</th>"
+        "<th>inadmissible</th>"
         "<th>tokens</th>"
         "<th>cost/run</th><th>cost/pass</th><th>infra</th></tr>",
     ]
@@ -175,7 +187,8 @@ def render_html(rows: Sequence[Row], title: str = "OMDS LD scenario report") -> 
             f"<td>{_bar(row.pass_rate, row.interval)}"
             f"<br><small>{row.interval[0]:.2f}–{row.interval[1]:.2f}</small></td>"
             f"<td>{k(row.pass_k[1])}</td><td>{k(row.pass_k[2])}</td><td>{k(row.pass_k[4])}</td>"
-            f"<td>{row.tool_calls:.1f}</td><td>{row.inadmissible:.1f}</td><td>{row.tokens:.0f}</td>"
+            f"<td>{row.tool_calls:.1f}</td><td>{k(row.calls_per_minimum)}</td>"
+            f"<td>{row.inadmissible:.1f}</td><td>{row.tokens:.0f}</td>"
             f"<td>{row.cost_per_run:.4f}</td>"
             f"<td>{'—' if row.cost_per_pass is None else f'{row.cost_per_pass:.4f}'}</td>"
             f"<td>{row.infrastructure}</td></tr>"

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -83,21 +83,33 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
         ],
         "budget": dataclasses.asdict(scenario.budget),
         "runs": scenario.runs,
+        "minimum_calls": scenario.minimum_calls,
     }
 
 
-async def resolve_expected(scenario: Scenario, base_url: str, out_dir: Path) -> Scenario:
-    """Expected premiums found at run time: the reference agent inquires at each server once."""
-    if not scenario.inquire:
+async def prepare(scenario: Scenario, agent: str, base_url: str, out_dir: Path) -> Scenario:
+    """The scenario as its runs need it: the reference agent runs it once first where the
+    expected premiums are found at run time (``premium: inquire``) or another agent is measured
+    (its calls against the reference agent's, the minimum by next steps). Its protocol is kept
+    as ``<id>.baseline.reference.0.jsonl``."""
+    if not scenario.inquire and agent == "reference":
         return scenario
     from omds_ld.scenarios.agents.reference import ReferenceAgent
 
-    probe = dataclasses.replace(scenario, id=f"{scenario.id}.expected", premiums={}, inquire=False)
+    probe = dataclasses.replace(scenario, id=f"{scenario.id}.baseline", premiums={}, inquire=False)
     record = await run_once(probe, ReferenceAgent(), base_url, out_dir, 0)
+    protocol = read_protocol(record.protocol)
+    calls = sum(1 for event in protocol if event.get("event") == TOOL_CALL)
+    premiums = _inquired(scenario, protocol) if scenario.inquire else scenario.premiums
+    return dataclasses.replace(scenario, premiums=premiums, inquire=False, minimum_calls=calls)
+
+
+def _inquired(scenario: Scenario, protocol: Sequence[Mapping[str, Any]]) -> dict[str, Decimal]:
+    """The premiums the reference agent's run was given, by server (and risk object)."""
     premiums: dict[str, Decimal] = {}
     names = [name for name, _ in scenario.risk_objects()]
     found: dict[str, int] = {}
-    for event in read_protocol(record.protocol):
+    for event in protocol:
         content = (event.get("mcp.tool.result") or {}).get("structuredContent") or {}
         if event.get("event") == TOOL_CALL and content.get("premium") and not event.get("is_error"):
             server = str(event["mcp.server"])
@@ -110,7 +122,7 @@ async def resolve_expected(scenario: Scenario, base_url: str, out_dir: Path) -> 
     missing = [s for s in scenario.servers if s not in found]
     if missing:
         raise RuntimeError(f"{scenario.id}: no premium could be inquired at {', '.join(missing)}")
-    return dataclasses.replace(scenario, premiums=premiums, inquire=False)
+    return premiums
 
 
 def _leaf(error: BaseException) -> BaseException:
@@ -191,7 +203,7 @@ async def run_all(
     """Every scenario, ``runs`` times each (or as often as the scenario says), one after another."""
     records = []
     for listed in scenarios:
-        scenario = await resolve_expected(listed, base_url, out_dir)
+        scenario = await prepare(listed, make_agent().name, base_url, out_dir)
         for index in range(1, (runs or scenario.runs) + 1):
             record = await run_once(scenario, make_agent(), base_url, out_dir, index)
             records.append(record)

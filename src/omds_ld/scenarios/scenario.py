@@ -74,6 +74,9 @@ class Scenario:
     # the field of the task's data the insurer refuses: no call may change it on the agent's
     # own account (the broker decides, not the agent)
     refused_field: str | None = None
+    # the tool calls the reference agent needs for the task, by next steps alone: the baseline
+    # a model's calls are measured against (found at run time; None where not measured)
+    minimum_calls: int | None = None
 
     def settings_for(self, server: str) -> Mapping[str, Any]:
         return {**self.settings, **self.per_server.get(server, {}).get("set", {})}
@@ -145,6 +148,7 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         outcome=outcome,
         says=_named(expected.get("says")),
         refused_field=expected.get("refused"),
+        minimum_calls=raw.get("minimum_calls"),
     )
 
 

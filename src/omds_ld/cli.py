@@ -70,7 +70,8 @@ def _example_config(args: argparse.Namespace) -> Any:
         allowed_origins=tuple(args.allowed_origin or ()),
         require_token=args.require_token,
         **_given(args, host="host", port="port",
-                 idempotency_lease_seconds="idempotency_lease_seconds"),
+                 idempotency_lease_seconds="idempotency_lease_seconds",
+                 clock_offset_days="clock_offset_days"),
     )  # fmt: skip
     return ExampleConfig(
         server=server,
@@ -464,6 +465,12 @@ def _add_serve(commands: Commands) -> None:
         type=float,
         help="how long a write holds its Idempotency-Key; a crashed write's key is free after it "
         f"(default {server['idempotency_lease_seconds']:g})",
+    )
+    add(
+        "--clock-offset-days",
+        type=float,
+        help="move the insurers' clock by this many days, to try an offer's expiry without "
+        "waiting (default 0; never in production)",
     )
     add(
         "--auth-resource",

@@ -32,7 +32,8 @@ from omds_ld.insurer.app import Interfaces, TokenCheck, api_base
 from omds_ld.insurer.config import ServerConfig
 from omds_ld.insurer.data import Insurer, load_insurers
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
-from omds_ld.mcp.service import McpHosting, build_connectors
+from omds_ld.mcp.confirmation_page import CONFIRMATION_PATH
+from omds_ld.mcp.service import McpHosting, build_connectors, public_base
 from omds_ld.mcp.state import MemoryStateStore
 from omds_ld.mcp.transport import AsgiTransport
 from omds_ld.norm import Norm, load_norm
@@ -196,7 +197,7 @@ class ExampleApp:
         state = MemoryStateStore()
         connectors = build_connectors(
             self.mcp, self.norm, state, AsgiTransport(self, self.mcp.timeout_seconds),
-            self.token_http,
+            self.token_http, public_base(self.mcp.http, self.mcp.auth) + CONFIRMATION_PATH,
         )  # fmt: skip
         self.hosting = McpHosting(
             connectors, self.mcp.http, state, self.mcp.auth, self.authorization.keys

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from omds_ld.insurer.applications import offer_digest
 from omds_ld.insurer.data import Component, Insurer, Product
 from omds_ld.insurer.draft import Draft
 from omds_ld.insurer.instance import instance_jsonld
-from omds_ld.insurer.store import Case, Offer
+from omds_ld.insurer.store import Application, Case, Offer
 from omds_ld.insurer.tariff import Premium
 from omds_ld.insurer.validation import Report, node_iris, risk_object_iri
 from omds_ld.norm import Norm
@@ -18,6 +20,15 @@ from omds_ld.norm.shapes import NodeShape
 
 NORM_SHAPES = "https://w3id.org/omds-ld/shapes#"
 INSURANCE_TAX_LABEL = {"de": "Versicherungssteuer", "en": "insurance tax"}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An operation's successful answer: status, JSON-LD body and extra headers."""
+
+    status: int
+    body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def case_iri(insurer: Insurer, case_id: str) -> str:
@@ -30,6 +41,17 @@ def draft_iri(insurer: Insurer, case_id: str) -> str:
 
 def offer_iri(insurer: Insurer, offer_id: str) -> str:
     return f"{insurer.base}offers/{offer_id}"
+
+
+def application_iri(insurer: Insurer, application_id: str) -> str:
+    return f"{insurer.base}applications/{application_id}"
+
+
+# what createApplication expects: the request and the shapes of its parts
+APPLICATION_SHAPES = tuple(
+    NORM_SHAPES + name
+    for name in ("ApplicationRequestShape", "PersonShape", "PaymentShape", "ConsentShape")
+)
 
 
 def _number(value: Decimal) -> float | int:
@@ -248,6 +270,8 @@ class Answers:
             "pk:draftAtServer": insurer.draft_at_server,
             "rdfs:comment": dict(insurer.process_description),
         }
+        if insurer.application_process:
+            body["pk:applications"] = dict(insurer.application_process)
         return self.envelope("pk:ProcessKnowledge", body, self.entry_steps()[:1])
 
     def product_summary(self, product: Product) -> dict[str, Any]:
@@ -345,6 +369,9 @@ class Answers:
             "bc:validationReport": report.to_jsonld(),
             "bc:premium": premium_jsonld(product, premium),
         }
+        if self.insurer.applications is None and self.insurer.application_process:
+            # where this premium leads: how (or whether) an application is made here
+            body["pk:applications"] = dict(self.insurer.application_process)
         return self.envelope("bc:TariffResult", body, self.inquiry_steps(product))
 
     def case(self, product: Product, case: Case, report: Report) -> dict[str, Any]:
@@ -370,10 +397,13 @@ class Answers:
             body["bc:offer"] = offer_iri(self.insurer, case.offer_id)
         return self.envelope("bc:BusinessCase", body, self.case_steps(product, case, report))
 
-    def offer(self, offer: Offer) -> dict[str, Any]:
+    def offer(self, offer: Offer, applicable: bool = False) -> dict[str, Any]:
+        """A binding offer, with the digest a consent names; ``applicable``: an application can
+        be made for it now (the insurer takes them, it is valid, none holds it)."""
         record = offer.record
+        iri = offer_iri(self.insurer, offer.offer_id)
         body = {
-            "@id": offer_iri(self.insurer, offer.offer_id),
+            "@id": iri,
             "bc:offerId": offer.offer_id,
             "bc:offerFor": case_iri(self.insurer, offer.case_id),
             "pk:insurer": self.insurer.display_name,
@@ -381,13 +411,132 @@ class Answers:
             "bc:premium": record["premium"],
             "bc:validUntil": record["validUntil"],
             "bc:createdAt": offer.created,
+            "bc:offerDigest": offer_digest(record, iri),
         }
-        steps = [
-            self.step("readOffer", body["@id"], {"offerId": offer.offer_id}),
+        params = {"offerId": offer.offer_id}
+        steps = []
+        if applicable:
+            steps.append(self.step("createApplication", iri, params, APPLICATION_SHAPES))
+        steps.append(self.step("readOffer", iri, params))
+        if self.insurer.applications is not None:
+            steps.append(self.step("listApplications", iri, params))
+        steps.append(
             self.step(
-                "readCalculation",
-                case_iri(self.insurer, offer.case_id),
-                {"caseId": offer.case_id},
+                "readCalculation", case_iri(self.insurer, offer.case_id), {"caseId": offer.case_id}
+            )
+        )
+        return self.envelope("bc:Offer", body, steps)
+
+    def recalculate_steps(self, offer: Offer) -> list[dict[str, Any]]:
+        """A new calculation from an offer's case data (after it expired or was repriced)."""
+        body = {
+            "p:hasRootProduct": offer.record["product"],
+            "bc:basedOn": case_iri(self.insurer, offer.case_id),
+        }
+        return [
+            self.step(
+                "createCalculation",
+                offer.record["product"],
+                expects=[NORM_SHAPES + "CalculationRequestShape"],
+                label="a new calculation from the same case data",
+                body=body,
+            ),
+            self.step(
+                "readCalculation", case_iri(self.insurer, offer.case_id), {"caseId": offer.case_id}
             ),
         ]
-        return self.envelope("bc:Offer", body, steps)
+
+    def application(self, application: Application, offer: Offer) -> dict[str, Any]:
+        """An application as the broker sees it: the state, the decision, the policyholder by
+        name only and the IBAN masked (personal data are answered only as far as needed)."""
+        record = application.record
+        iri = application_iri(self.insurer, application.application_id)
+        body: dict[str, Any] = {
+            "@id": iri,
+            "bc:applicationId": application.application_id,
+            "bc:applicationFor": offer_iri(self.insurer, application.offer_id),
+            "pk:insurer": self.insurer.display_name,
+            "bc:state": application.state,
+            "bc:submittedAt": application.created,
+            "p:hasRootProduct": offer.record["product"],
+            "bc:premium": offer.record["premium"],
+            "bc:startDate": record["startDate"],
+            "bc:policyholder": {"rdfs:label": record["policyholderName"]},
+            "bc:payment": record["paymentShown"],
+        }
+        decision = record.get("decision", {})
+        for key in ("policyNumber", "decisionBy", "decidedAt"):
+            if decision.get(key):
+                body[f"bc:{key}"] = decision[key]
+        if decision.get("reason"):
+            body["bc:reason"] = dict(decision["reason"])
+        if decision.get("counterOffer"):
+            body["bc:counterOffer"] = offer_iri(self.insurer, decision["counterOffer"])
+            body["bc:declinedComponent"] = list(decision.get("declinedComponents", ()))
+        if application.state == "accepted":
+            body["bc:document"] = [
+                {
+                    "@id": f"{iri}/documents/{name}",
+                    "rdfs:label": label,
+                    "bc:mediaType": "application/pdf",
+                }
+                for name, label in (
+                    ("policy", {"de": "Polizze", "en": "policy"}),
+                    (
+                        "conditions",
+                        {"de": "Versicherungsbedingungen", "en": "terms and conditions"},
+                    ),
+                )
+            ]
+        return self.envelope("bc:Application", body, self.application_steps(application, offer))
+
+    def application_steps(self, application: Application, offer: Offer) -> list[dict[str, Any]]:
+        iri = application_iri(self.insurer, application.application_id)
+        params = {"applicationId": application.application_id}
+        steps = [self.step("readApplication", iri, params)]
+        if application.state in {"submitted", "referred"}:
+            steps.append(self.step("withdrawApplication", iri, params))
+        counter = application.record.get("decision", {}).get("counterOffer")
+        if counter:
+            counter_iri = offer_iri(self.insurer, counter)
+            steps.insert(0, self.step("readOffer", counter_iri, {"offerId": counter}))
+            steps.insert(
+                1,
+                self.step(
+                    "createApplication", counter_iri, {"offerId": counter}, APPLICATION_SHAPES
+                ),
+            )
+        if application.state in {"declined", "withdrawn"}:
+            steps += self.recalculate_steps(offer)
+        steps.append(
+            self.step(
+                "readOffer", offer_iri(self.insurer, offer.offer_id), {"offerId": offer.offer_id}
+            )
+        )
+        return steps
+
+    def application_list(self, offer: Offer, applications: Sequence[Application]) -> dict[str, Any]:
+        iri = offer_iri(self.insurer, offer.offer_id)
+        body = {
+            "@id": f"{iri}/applications",
+            "bc:applicationFor": iri,
+            "bc:application": [
+                {
+                    "@id": application_iri(self.insurer, a.application_id),
+                    "bc:applicationId": a.application_id,
+                    "bc:state": a.state,
+                    "bc:submittedAt": a.created,
+                }
+                for a in applications
+            ],
+        }
+        steps = [
+            self.step(
+                "readApplication",
+                application_iri(self.insurer, a.application_id),
+                {"applicationId": a.application_id},
+            )
+            for a in applications
+        ]
+        steps.append(self.step("readOffer", iri, {"offerId": offer.offer_id}))
+        return self.envelope("bc:ApplicationList", body, steps)

@@ -23,10 +23,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from omds_ld.auth.tokens import READ, WRITE, Identity, TokenRefused
 from omds_ld.hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Allowlist, HostGuard
+from omds_ld.insurer.answers import Answer
 from omds_ld.insurer.config import ServerConfig
 from omds_ld.insurer.data import ANONYMOUS, Broker, Insurer, load_insurers
 from omds_ld.insurer.problems import FieldError, Problem
-from omds_ld.insurer.service import Answer, InsurerService
+from omds_ld.insurer.service import InsurerService, offset_clock
 from omds_ld.insurer.store import Claim, ClaimLost, Replay, Store
 from omds_ld.norm import Norm, Operation, hygiene, load_norm
 from omds_ld.norm.jsonld import CONTEXT_URL, context_document
@@ -195,8 +196,11 @@ class OperationEndpoint:
             encoded = _dumps(answer.body)
             if self.operation.method == "GET":
                 etag = '"' + hashlib.sha256(encoded).hexdigest()[:32] + '"'
-                # catalogue reads may be kept a minute; a broker's cases are revalidated
+                # catalogue reads may be kept a minute; a broker's cases are revalidated;
+                # personal data are never kept
                 freshness = "no-cache" if self.operation.draft else "max-age=60"
+                if self.operation.personal:
+                    freshness = "no-store"
                 cache_control = f"private, {freshness}"
                 response_headers.update({"ETag": etag, "Cache-Control": cache_control})
                 if headers.get("if-none-match") == etag:
@@ -434,8 +438,9 @@ class Interfaces:
         self.insurers = dict(insurers or load_insurers(config.insurers_folder))
         self.store = Store(config.database)
         self.store.purge_idempotent(config.idempotency_retention_seconds)
+        clock = offset_clock(config.clock_offset_days * 86400)
         self.services = {
-            name: InsurerService(self.norm, insurer, self.store, api_base(name))
+            name: InsurerService(self.norm, insurer, self.store, api_base(name), clock)
             for name, insurer in self.insurers.items()
         }
         self.tokens = tokens

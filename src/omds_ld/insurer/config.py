@@ -36,6 +36,9 @@ class ServerConfig:
     # Host (and Origin) values answered besides loopback, e.g. the name behind a reverse proxy
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    # the insurers' clock moved by this many days (to try an offer's expiry without waiting);
+    # 0 in production
+    clock_offset_days: float = 0.0
 
     @property
     def base_url(self) -> str:

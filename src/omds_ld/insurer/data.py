@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 from rdflib import RDFS, Graph, URIRef
 
+from omds_ld.insurer.applications import ApplicationRules
+from omds_ld.insurer.applications import parse_rules as parse_application_rules
 from omds_ld.insurer.checks import Finding, InsurerDataError, check_product, product_facts
 from omds_ld.insurer.shacl import ShapeValidator
 from omds_ld.insurer.tariff import Tariff
@@ -122,6 +124,10 @@ class Insurer:
     brokers: Mapping[str, Broker]
     products: Mapping[str, Product]
     shapes: Mapping[str, NodeShape]
+    # how it takes applications at its interface (None: it takes none there)
+    applications: ApplicationRules | None = None
+    # how an application is made at this insurer, in its words (process knowledge)
+    application_process: Mapping[str, str] = field(default_factory=dict)
 
     def product_by_iri(self, iri: str) -> Product | None:
         return next((p for p in self.products.values() if p.iri == iri), None)
@@ -271,6 +277,8 @@ def load_insurer(folder: Path) -> Insurer:
             continue
         findings += check_product(product_facts(str(path), product_raw, product))
         products[product.id] = product
+    rules = parse_application_rules(raw.get("applications"))
+    findings += _unknown_components(folder / "insurer.yaml", rules, products)
     if findings:
         raise InsurerDataError(findings)
     return Insurer(
@@ -286,7 +294,29 @@ def load_insurer(folder: Path) -> Insurer:
         },
         products=products,
         shapes=shapes,
+        applications=rules,
+        application_process=raw["processKnowledge"].get("applications", {}),
     )
+
+
+def _unknown_components(
+    path: Path, rules: ApplicationRules | None, products: Mapping[str, Product]
+) -> list[Finding]:
+    """Application rules may name only components some product of the insurer has."""
+    known = {c.id for product in products.values() for c in product.components}
+    findings = []
+    for index, rule in enumerate(rules.rules if rules else ()):
+        named = [*rule.components]
+        named += [c.field.removeprefix("component:") for c in rule.conditions
+                  if c.field.startswith("component:")]  # fmt: skip
+        for component in named:
+            if component not in known:
+                findings.append(
+                    Finding(
+                        str(path), f"/applications/rules/{index}", f"no component {component!r}"
+                    )
+                )
+    return findings
 
 
 def builtin_insurers_folder() -> Path:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from omds_ld.insurer.answers import Answers, draft_iri, premium_jsonld
+from omds_ld.insurer.answers import Answer, Answers, case_iri, draft_iri, premium_jsonld
 from omds_ld.insurer.data import Broker, Insurer, Product
+from omds_ld.insurer.desk import ApplicationDesk
 from omds_ld.insurer.draft import Draft, Scalar
 from omds_ld.insurer.instance import attribute_iri, parse_instance, parse_risk_object
 from omds_ld.insurer.problems import FieldError, Problem
@@ -24,30 +25,41 @@ from omds_ld.insurer.validation import (
 )
 from omds_ld.norm import Norm
 
-OFFER_VALIDITY = dt.timedelta(days=30)
+Clock = Callable[[], dt.datetime]
 
 
-@dataclass(frozen=True)
-class Answer:
-    """An operation's successful answer: status, JSON-LD body and extra headers."""
-
-    status: int
-    body: Mapping[str, Any]
-    headers: Mapping[str, str] = field(default_factory=dict)
+def system_clock() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+def offset_clock(seconds: float) -> Clock:
+    """The system's clock moved by ``seconds`` (to try an offer's expiry without waiting)."""
+    if not seconds:
+        return system_clock
+    shift = dt.timedelta(seconds=seconds)
+    return lambda: system_clock() + shift
 
 
 class InsurerService:
     """One insurer's interface: the norm's operations over its products and its store."""
 
-    def __init__(self, norm: Norm, insurer: Insurer, store: Store, api_base: str) -> None:
+    def __init__(
+        self,
+        norm: Norm,
+        insurer: Insurer,
+        store: Store,
+        api_base: str,
+        clock: Clock = system_clock,
+    ) -> None:
         self.norm = norm
         self.insurer = insurer
         self.store = store
+        self.clock = clock
         self.answers = Answers(norm, insurer, api_base)
+        self.desk = ApplicationDesk(self)
+
+    def _now(self) -> str:
+        return self.clock().isoformat(timespec="seconds")
 
     def handler(self, operation_id: str) -> Callable[..., Answer]:
         """The method that carries out an operation, by operationId."""
@@ -159,7 +171,7 @@ class InsurerService:
             draft = change(product, case)
             if draft == case.draft:
                 return self._case_answer(status, product, case)
-            edited = replace(case, draft=draft, status="draft", premium=None, updated=_now())
+            edited = replace(case, draft=draft, status="draft", premium=None, updated=self._now())
             try:
                 stored = self.store.update_case(edited, expected_version=case.version)
             except EditConflict:
@@ -181,13 +193,13 @@ class InsurerService:
                 extra={"known": known},
                 next_steps=self.answers.entry_steps(),
             )
-        now = _now()
+        now = self._now()
         case = Case(
             insurer=self.insurer.name,
             case_id=uuid.uuid4().hex[:20],
             broker=broker.id,
             status="draft",
-            draft=Draft.default(product),
+            draft=self._starting_draft(broker, product, body.get("bc:basedOn")),
             premium=None,
             offer_id=None,
             version=1,
@@ -198,6 +210,29 @@ class InsurerService:
         answer = self._case_answer(201, product, case)
         location = self.answers.step("readCalculation", "", {"caseId": case.case_id})["bc:href"]
         return replace(answer, headers={"Location": location})
+
+    def _starting_draft(self, broker: Broker, product: Product, based_on: str | None) -> Draft:
+        """The default instance, or the draft of an earlier case of the same broker and product
+        (``bc:basedOn``: a new calculation from the same case data, as after an expired offer)."""
+        if based_on is None:
+            return Draft.default(product)
+        case_id = based_on.rstrip("/").rsplit("/", 1)[-1]
+        earlier = self.store.get_case(self.insurer.name, case_id, broker.id)
+        if earlier is None or based_on != case_iri(self.insurer, case_id):
+            raise Problem(
+                "not-found",
+                f"bc:basedOn names no business case of yours at {self.insurer.display_name}",
+                errors=[FieldError("/bc:basedOn", "the IRI of one of your business cases")],
+                next_steps=self.answers.entry_steps(),
+            )
+        if earlier.draft.product_id != product.id:
+            raise Problem(
+                "invalid-body",
+                "bc:basedOn names a business case of another product",
+                errors=[FieldError("/bc:basedOn", f"a business case of {product.iri}")],
+                next_steps=self.answers.entry_steps(),
+            )
+        return earlier.draft
 
     def readCalculation(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
         self._require_case_reads()
@@ -404,7 +439,7 @@ class InsurerService:
                     next_steps=self.answers.case_steps(product, case, report),
                 )
             premium = premium_jsonld(product, calculate(product.tariff, case.draft.tariff_input()))
-            calculated = replace(case, status="calculated", premium=premium, updated=_now())
+            calculated = replace(case, status="calculated", premium=premium, updated=self._now())
             if case.status == "calculated" and case.premium == premium:
                 return Answer(200, self.answers.case(product, case, report))
             try:
@@ -434,7 +469,7 @@ class InsurerService:
             raise self._not_admissible(
                 product, case, "calculate the premium first (calculatePremium); an offer needs it"
             )
-        now = dt.datetime.now(dt.UTC)
+        now = self.clock()
         offer_id = uuid.uuid4().hex[:20]
         offer = Offer(
             insurer=self.insurer.name,
@@ -445,11 +480,11 @@ class InsurerService:
                 "product": product.iri,
                 "premium": case.premium,
                 "draft": case.draft.to_dict(),
-                "validUntil": (now + OFFER_VALIDITY).date().isoformat(),
+                "validUntil": (now + self.offer_validity).date().isoformat(),
             },
             created=now.isoformat(timespec="seconds"),
         )
-        offered = replace(case, status="offered", offer_id=offer_id, updated=_now())
+        offered = replace(case, status="offered", offer_id=offer_id, updated=self._now())
         try:
             self.store.insert_offer(offer, offered, expected_version=case.version)
         except EditConflict:
@@ -457,7 +492,14 @@ class InsurerService:
                 "edit-conflict", "the business case changed meanwhile; read it and try again"
             ) from None
         location = self.answers.step("readOffer", "", {"offerId": offer_id})["bc:href"]
-        return Answer(201, self.answers.offer(offer), {"Location": location})
+        return Answer(
+            201, self.answers.offer(offer, self.desk.applicable(offer)), {"Location": location}
+        )
+
+    @property
+    def offer_validity(self) -> dt.timedelta:
+        rules = self.insurer.applications
+        return dt.timedelta(days=rules.offer_validity_days if rules else 30)
 
     def readOffer(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
         self._require_case_reads()
@@ -468,4 +510,18 @@ class InsurerService:
                 f"there is no offer {params['offerId']!r} for you at {self.insurer.display_name}",
                 next_steps=self.answers.entry_steps(),
             )
-        return Answer(200, self.answers.offer(offer))
+        return Answer(200, self.answers.offer(offer, self.desk.applicable(offer)))
+
+    # applications: binding the customer to an offer (omds_ld.insurer.desk)
+
+    def createApplication(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        return self.desk.create(broker, params["offerId"], body)
+
+    def listApplications(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        return self.desk.list(broker, params["offerId"])
+
+    def readApplication(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        return self.desk.read(broker, params["applicationId"])
+
+    def withdrawApplication(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
+        return self.desk.withdraw(broker, params["applicationId"])

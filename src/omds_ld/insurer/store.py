@@ -37,6 +37,13 @@ CREATE TABLE IF NOT EXISTS offers (
     record TEXT NOT NULL, created TEXT NOT NULL,
     PRIMARY KEY (insurer, offer_id)
 );
+CREATE TABLE IF NOT EXISTS applications (
+    insurer TEXT NOT NULL, application_id TEXT NOT NULL, offer_id TEXT NOT NULL,
+    broker TEXT NOT NULL, state TEXT NOT NULL, record TEXT NOT NULL, created TEXT NOT NULL,
+    updated TEXT NOT NULL, version INTEGER NOT NULL,
+    PRIMARY KEY (insurer, application_id)
+);
+CREATE INDEX IF NOT EXISTS applications_of_offer ON applications (insurer, offer_id, broker);
 CREATE TABLE IF NOT EXISTS idempotency (
     insurer TEXT NOT NULL, broker TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
     state TEXT NOT NULL, status INTEGER, headers TEXT, body BLOB, created REAL NOT NULL,
@@ -73,6 +80,22 @@ class Offer:
     broker: str
     record: Mapping[str, Any]
     created: str
+
+
+@dataclass(frozen=True)
+class Application:
+    """An application as stored: its offer, state and record (the policyholder's personal data,
+    the payment, the consent with its confirmation, and the insurer's decision)."""
+
+    insurer: str
+    application_id: str
+    offer_id: str
+    broker: str
+    state: str
+    record: Mapping[str, Any]
+    created: str
+    updated: str
+    version: int = 1
 
 
 @dataclass(frozen=True)
@@ -259,6 +282,65 @@ class Store:
             created=row["created"],
         )
 
+    # applications
+
+    def insert_application(self, application: Application) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO applications VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    application.insurer,
+                    application.application_id,
+                    application.offer_id,
+                    application.broker,
+                    application.state,
+                    json.dumps(application.record),
+                    application.created,
+                    application.updated,
+                    application.version,
+                ),
+            )
+
+    def get_application(self, insurer: str, application_id: str, broker: str) -> Application | None:
+        """The application if it exists and belongs to this broker (foreign = unknown)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM applications WHERE insurer=? AND application_id=? AND broker=?",
+                (insurer, application_id, broker),
+            ).fetchone()
+        return _application(row) if row else None
+
+    def applications_of(self, insurer: str, offer_id: str, broker: str) -> list[Application]:
+        """An offer's applications, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM applications WHERE insurer=? AND offer_id=? AND broker=? "
+                "ORDER BY created DESC, rowid DESC",
+                (insurer, offer_id, broker),
+            ).fetchall()
+        return [_application(row) for row in rows]
+
+    def update_application(self, application: Application, *, expected_version: int) -> Application:
+        """Write a changed application if nobody changed it since ``expected_version``."""
+        updated = replace(application, version=expected_version + 1)
+        with self._transaction() as db:
+            cursor = db.execute(
+                "UPDATE applications SET state=?, record=?, updated=?, version=? "
+                "WHERE insurer=? AND application_id=? AND version=?",
+                (
+                    updated.state,
+                    json.dumps(updated.record),
+                    updated.updated,
+                    updated.version,
+                    updated.insurer,
+                    updated.application_id,
+                    expected_version,
+                ),
+            )
+            if cursor.rowcount != 1:
+                raise EditConflict(application.application_id)
+        return updated
+
     # idempotency records
 
     def begin_idempotent(
@@ -385,4 +467,18 @@ def _case(row: sqlite3.Row) -> Case:
         version=int(row["version"]),
         created=row["created"],
         updated=row["updated"],
+    )
+
+
+def _application(row: sqlite3.Row) -> Application:
+    return Application(
+        insurer=row["insurer"],
+        application_id=row["application_id"],
+        offer_id=row["offer_id"],
+        broker=row["broker"],
+        state=row["state"],
+        record=json.loads(row["record"]),
+        created=row["created"],
+        updated=row["updated"],
+        version=int(row["version"]),
     )

@@ -50,7 +50,9 @@ def annotations_for(operation: Operation) -> Annotations:
         read_only or operation.kind == "inquiry" or operation.method in {"PUT", "PATCH", "DELETE"}
     )
     return Annotations(
-        read_only=read_only, destructive=operation.destructive, idempotent=idempotent
+        read_only=read_only,
+        destructive=operation.destructive or operation.binds,  # binding a customer is final
+        idempotent=idempotent,
     )
 
 

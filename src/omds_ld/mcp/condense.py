@@ -33,11 +33,13 @@ STRUCTURED_SCHEMA: dict[str, Any] = {
         "insurer": {"type": "string"},
         "status": {"type": "integer"},
         "process": {"type": "string", "enum": ["draft at the server", "inquiry"]},
+        "applying": {"type": "string"},
         **{
             name: _OBJECT
             for name in (
                 "case",
                 "offer",
+                "application",
                 "processKnowledge",
                 "product",
                 "draft",
@@ -49,7 +51,10 @@ STRUCTURED_SCHEMA: dict[str, Any] = {
                 "full",
             )
         },
-        **{name: _ARRAY for name in ("products", "riskObjects", "shapes", "defaults")},
+        **{
+            name: _ARRAY
+            for name in ("products", "riskObjects", "shapes", "defaults", "applications")
+        },
         "window": PRECISION_SCHEMA,
         "nextStepsScope": PRECISION_SCHEMA,
         "nextSteps": {
@@ -587,6 +592,10 @@ def _process_knowledge(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         "draftAtServer": draft, "description": description,
         **({"descriptions": dict(comment)} if isinstance(comment, Mapping) else {}),
     }  # fmt: skip
+    applying = label(answer.get("pk:applications"), w.language)
+    if applying:
+        w.line(f"Applications: {applying}")
+        w.data["processKnowledge"]["applications"] = applying
     return set()
 
 
@@ -733,6 +742,10 @@ def _tariff_result(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     w.by_property = True
     w.validation(answer.get("bc:validationReport"))
     w.premium(answer.get("bc:premium"))
+    applying = label(answer.get("pk:applications"), w.language)
+    if applying:  # where this premium leads: how (or whether) an application is made
+        w.line(f"Applying: {applying}")
+        w.data["applying"] = applying
     instance = answer.get("p:instance")
     if instance:
         w.defaults(instance)
@@ -782,6 +795,9 @@ def _offer(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         f"Offer {answer.get('bc:offerId')} <{answer.get('@id')}> for "
         f"<{answer.get('bc:offerFor')}>, {validity}"
     )
+    digest = answer.get("bc:offerDigest")
+    if digest:
+        w.line(f"Offer digest (the customer's consent names it): {digest}")
     w.data["offer"] = {
         "iri": answer.get("@id"),
         "offerId": answer.get("bc:offerId"),
@@ -789,8 +805,86 @@ def _offer(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         "issued": issued or None,
         "validUntil": answer.get("bc:validUntil"),
         "validDays": days,
+        **({"digest": digest} if digest else {}),
     }
     w.premium(answer.get("bc:premium"))
+    return set()
+
+
+STATES = {
+    "submitted": "submitted, the insurer has not decided yet",
+    "accepted": "accepted: the policy is issued",
+    "referred": "referred to underwriting: the insurer decides later",
+    "declined": "declined",
+    "counter-offer": "not accepted as applied for: the insurer makes a counter-offer",
+    "withdrawn": "withdrawn",
+}
+
+
+def _application(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    """An application: its state and the decision; the policyholder by name only, the IBAN by
+    its last four characters (personal data only as far as the task needs)."""
+    state = str(answer.get("bc:state", ""))
+    w.line(
+        f"Application {answer.get('bc:applicationId')} <{answer.get('@id')}> for offer "
+        f"<{answer.get('bc:applicationFor')}>: {STATES.get(state, state)}"
+    )
+    data: dict[str, Any] = {
+        "iri": answer.get("@id"), "applicationId": answer.get("bc:applicationId"),
+        "offer": answer.get("bc:applicationFor"), "state": state,
+    }  # fmt: skip
+    for key, text in (("bc:policyNumber", "Policy number"), ("bc:decisionBy", "Decision by"),
+                      ("bc:startDate", "Start"), ("bc:counterOffer", "Counter-offer")):  # fmt: skip
+        if answer.get(key):
+            w.line(f"{text}: {answer[key]}")
+            data[key.removeprefix("bc:")] = answer[key]
+    reason = label(answer.get("bc:reason"), w.language)
+    if reason:
+        w.line(f"Reason: {reason}")
+        data["reason"] = reason
+    holder = label((answer.get("bc:policyholder") or {}).get("rdfs:label"), w.language)
+    payment = answer.get("bc:payment") or {}
+    iban = str(payment.get("bc:iban") or "")
+    masked = f" from …{iban[-4:]}" if iban else ""
+    if holder:
+        w.line(f"Policyholder: {holder}")
+    if payment:
+        w.line(
+            f"Payment: {payment.get('bc:paymentFrequency')}, {payment.get('bc:paymentMethod')}"
+            + masked
+        )
+        data["payment"] = {
+            "frequency": payment.get("bc:paymentFrequency"),
+            "method": payment.get("bc:paymentMethod"),
+            **({"iban": f"…{iban[-4:]}"} if iban else {}),
+        }
+    documents = [d for d in many(answer.get("bc:document")) if isinstance(d, Mapping)]
+    for document in documents:
+        w.line(f"Document: {label(document.get('rdfs:label'), w.language)} <{document.get('@id')}>")
+    if documents:
+        data["documents"] = [
+            {"iri": d.get("@id"), "label": label(d.get("rdfs:label"), w.language)}
+            for d in documents
+        ]
+    w.data["application"] = data
+    w.premium(answer.get("bc:premium"))
+    return set()
+
+
+def _application_list(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
+    found = [a for a in many(answer.get("bc:application")) if isinstance(a, Mapping)]
+    w.line(f"Applications for <{answer.get('bc:applicationFor')}>: {len(found) or 'none'}")
+    for item in found:
+        w.line(
+            f"{item.get('bc:applicationId')}: {item.get('bc:state')}, submitted "
+            f"{item.get('bc:submittedAt')}",
+            1,
+        )
+    w.data["applications"] = [
+        {"applicationId": a.get("bc:applicationId"), "state": a.get("bc:state"),
+         "submittedAt": a.get("bc:submittedAt"), "iri": a.get("@id")}
+        for a in found
+    ]  # fmt: skip
     return set()
 
 
@@ -803,6 +897,8 @@ READERS: dict[str, Reader] = {
     "bc:TariffResult": _tariff_result,
     "bc:BusinessCase": _business_case,
     "bc:Offer": _offer,
+    "bc:Application": _application,
+    "bc:ApplicationList": _application_list,
 }
 # the answer types of the norm: what every answer's @type is one of
 ANSWER_TYPES = frozenset(READERS)

@@ -28,6 +28,9 @@ class InstanceConfig:
     token: str | None = None
     # tools the operator has switched off (a kill switch per capability): not listed, refused
     disabled_tools: tuple[str, ...] = ()
+    # tools that wait for the person's yes besides the norm's binding operations
+    # (createApplication), for instance createOffer where an offer binds the customer too
+    confirm_tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not NAME.fullmatch(self.name):

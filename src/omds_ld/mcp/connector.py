@@ -17,6 +17,7 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from omds_ld import __version__
 from omds_ld.auth.resource import IDENTITY, TOKEN
@@ -24,6 +25,7 @@ from omds_ld.auth.tokens import Identity
 from omds_ld.auth.upstream import UpstreamTokenError
 from omds_ld.mcp.catalogue import ToolSpec, by_name, tools
 from omds_ld.mcp.condense import OUTPUT_SCHEMA
+from omds_ld.mcp.confirm import FormElicitation, Person, RoundTrip
 from omds_ld.mcp.executor import Executor, Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable
@@ -80,12 +82,15 @@ class Connector:
         lease_seconds: float = 15.0,
         rate: tuple[float, float] | None = None,
         exchange: Callable[[str], Awaitable[str]] | None = None,
+        confirm_tools: Collection[str] = (),
+        confirmation_page: str | None = None,
     ) -> None:
-        unknown = sorted(set(disabled_tools) - set(norm.operations))
-        if unknown:
-            raise ValueError(
-                f"{instance.name}: disabled_tools names no operation of the norm: {unknown}"
-            )
+        for what, names in (("disabled_tools", disabled_tools), ("confirm_tools", confirm_tools)):
+            unknown = sorted(set(names) - set(norm.operations))
+            if unknown:
+                raise ValueError(
+                    f"{instance.name}: {what} names no operation of the norm: {unknown}"
+                )
         self.disabled = frozenset(disabled_tools)
         self.norm = norm
         self.instance = instance
@@ -98,6 +103,8 @@ class Connector:
             request_log=request_log,
             lease_seconds=lease_seconds,
             rate=rate,
+            binding={*(n for n, op in norm.operations.items() if op.binds), *confirm_tools},
+            confirmation_page=confirmation_page,
         )
         # a broker's token for a token of the same broker at the insurer (RFC 8693), if brokers
         # authenticate; without it calls go with the MCP server's own credentials
@@ -275,6 +282,7 @@ class Connector:
                 input_schema=dict(spec.input_schema),
                 output_schema=OUTPUT_SCHEMA,
                 annotations=types.ToolAnnotations(
+                    title=spec.title,
                     read_only_hint=spec.annotations.read_only,
                     destructive_hint=spec.annotations.destructive,
                     idempotent_hint=spec.annotations.idempotent,
@@ -320,7 +328,7 @@ class Connector:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         caller = CALLER.set(self._caller(ctx))
         try:
             return await self._call(ctx, params)
@@ -329,7 +337,7 @@ class Connector:
 
     async def _call(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember(ctx)
         session = _session_id(ctx) or self._stdio_session(ctx)
         if self.draft_at_server is None:
@@ -348,12 +356,13 @@ class Connector:
                 params.name, sorted(specs), session, switched_off=params.name in self.disabled
             )
         return await self.executor.call(
-            spec, params.arguments, session, offered=specs.keys(), caller=_client(ctx)
-        )
+            spec, params.arguments, session, offered=specs.keys(), caller=_client(ctx),
+            person=_person(ctx, params), who=_who(ctx),
+        )  # fmt: skip
 
     async def refuse_hostile(
         self, name: str, arguments: dict[str, Any], session: str | None, caller: str
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """The tool error for a call whose arguments no request may carry (the HTTP endpoint
         answers it before the SDK parses the message)."""
         spec = self.specs.get(name)
@@ -386,6 +395,34 @@ def _client(ctx: ServerRequestContext[Any]) -> str:
         return f"broker:{subject}"
     client = getattr(getattr(ctx, "request", None), "client", None)
     return str(getattr(client, "host", None) or "stdio")
+
+
+def _person(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Person | None:
+    """How the person using the client can be asked: a form on the session (2025-11-25), an
+    input_required round trip (2026-07-28), or not at all (the client declared no elicitation
+    in form mode)."""
+    session = getattr(ctx, "session", None)
+    capabilities = getattr(session, "client_capabilities", None)
+    elicitation = getattr(capabilities, "elicitation", None)
+    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return None  # an empty elicitation capability is form mode (the spec's default)
+    if getattr(session, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
+        return RoundTrip(params)
+    if not getattr(session, "can_send_request", False):
+        # 2025-11-25 over HTTP answers each call in JSON, with no stream to ask on: the
+        # person confirms on the confirmation page instead
+        return None
+    return FormElicitation(session, ctx.request_id)
+
+
+def _who(ctx: ServerRequestContext[Any]) -> str:
+    """Who confirms, as far as the MCP server knows: the broker the token names, and the
+    client they use."""
+    broker = CALLER.get().subject
+    client_params = getattr(getattr(ctx, "session", None), "client_params", None)
+    client = getattr(getattr(client_params, "client_info", None), "name", None)
+    person = f"the person using {client}" if client else "the person using the client"
+    return f"{person} for broker {broker}" if broker else person
 
 
 def _connection(ctx: ServerRequestContext[Any]) -> Connection | None:

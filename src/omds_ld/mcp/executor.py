@@ -20,6 +20,9 @@ from opentelemetry.trace import get_current_span
 from omds_ld.auth.upstream import UpstreamTokenError
 from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.condense import ANSWER_TYPES, Condensed, condense, condense_problem, local, many
+from omds_ld.mcp.confirm import Confirmations, Person
+from omds_ld.mcp.gate import Gate
+from omds_ld.mcp.refusal import Refusal
 from omds_ld.mcp.requestlog import RequestLog, field_names
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
@@ -39,21 +42,19 @@ _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 # What a problem means for the caller, by HTTP status: the kinds of error a tool can return.
 KINDS = {400: "invalid input", 401: "unauthorized", 403: "unauthorized", 404: "not found",
          405: "invalid input", 409: "conflict", 413: "invalid input", 415: "invalid input",
-         422: "invalid input", 429: "rate-limited", 502: "invalid answer"}  # fmt: skip
+         422: "invalid input", 428: "needs the person's confirmation", 429: "rate-limited",
+         502: "invalid answer"}  # fmt: skip
+# kinds a problem type says better than its status
+KIND_OF_TYPE = {"confirmation-declined": "declined by the person"}
 
 
-def error_kind(status: int) -> str:
+def error_kind(status: int, problem_type: str = "") -> str:
+    by_type = KIND_OF_TYPE.get(problem_type.rsplit("/", 1)[-1])
+    if by_type:
+        return by_type
     if status >= 500 and status != 502:
         return "temporary"
     return KINDS.get(status, "invalid input")
-
-
-class Refusal(Exception):
-    """A call refused before the insurer was asked, as a problem of the norm."""
-
-    def __init__(self, problem: dict[str, Any]) -> None:
-        super().__init__(problem.get("detail"))
-        self.problem = problem
 
 
 @dataclass
@@ -99,6 +100,8 @@ class Executor:
         request_log: RequestLog,
         lease_seconds: float = 15.0,
         rate: tuple[float, float] | None = None,
+        binding: Collection[str] | None = None,
+        confirmation_page: str | None = None,
     ) -> None:
         self.norm = norm
         # calls a second and the burst one caller may make; None: no limit
@@ -115,6 +118,16 @@ class Executor:
         # what each session was shown: shapes (named, not repeated) and business cases (listed
         # when the session names a case the insurer does not know)
         self._sessions: OrderedDict[str, SessionMemory] = OrderedDict()
+        # calls that bind a customer wait for the person's yes (the norm's binding operations,
+        # or the ones an operator names)
+        if binding is None:
+            binding = [name for name, op in norm.operations.items() if op.binds]
+        self.gate = Gate(
+            norm=norm, insurer=instance.name, display_name=instance.display_name,
+            language=instance.language, upstream=upstream,
+            confirmations=Confirmations(state, confirmation_page), binding=binding,
+            problem=self._problem,
+        )  # fmt: skip
 
     def _problem(
         self, slug: str, detail: str, errors: list[dict[str, str]] | None = None, **extra: Any
@@ -200,7 +213,7 @@ class Executor:
             if fixed_type and "@type" not in body:
                 body["@type"] = fixed_type
             clean["body"] = body
-        violations = self._validator(spec).violations(clean)
+        violations = self._validator(spec).violations(clean, redact=spec.operation.personal)
         if violations:
             found = [{"pointer": v.pointer, "detail": v.detail} for v in violations]
             raise self._bad_arguments(spec, clean, found, "do not match its input schema")
@@ -287,7 +300,9 @@ class Executor:
         session: str | None,
         offered: Collection[str] | None = None,
         caller: str = "local",
-    ) -> types.CallToolResult:
+        person: Person | None = None,
+        who: str = "the person using the client",
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """One tool call, start to finish. Never raises: every failure is a tool error.
 
         ``caller`` names who is calling for the rate limit (the client's address until brokers
@@ -295,6 +310,9 @@ class Executor:
 
         ``offered`` names the tools the connector offers now: next steps to any other tool are
         left out of the answer (a step the caller cannot take is no step).
+
+        ``person`` is how the person using the client can be asked (None: they cannot), before
+        a call that binds a customer; ``who`` names them in the confirmation.
         """
         started = time.perf_counter()
         provenance = self._provenance(spec.name, self.upstream.api_url + spec.operation.path)
@@ -303,6 +321,13 @@ class Executor:
             await self._within_rate(spec, caller)
             clean = self.prepare(spec, arguments)
             await self.check_names(spec, clean)
+            if self.gate.binds(spec):
+                gated = await self.gate.check(spec, clean, person, who)
+                if isinstance(gated, types.InputRequiredResult):
+                    log.update(outcome="asked", status=0)
+                    self.request_log.write(log)
+                    return gated  # the client asks its user, then calls again
+                clean = gated
             result = await self._call_insurer(spec, clean, provenance, log, offered)
         except Exception as error:
             problem, outcome = self._failure(error, spec, arguments, provenance, log)
@@ -354,6 +379,7 @@ class Executor:
         """The one place a failure of a call becomes its problem, and the outcome logged."""
         again = {"bc:nextStep": self._entry_steps(spec, arguments)}
         if isinstance(error, Refusal):
+            error.problem.setdefault("bc:nextStep", again["bc:nextStep"])
             return error.problem, "refused"
         if isinstance(error, InsurerUnavailable):
             slug = "insurer-timeout" if error.kind == "timeout" else "insurer-unavailable"
@@ -457,7 +483,7 @@ class Executor:
             operation=name,
             insurer=self.instance.display_name,
             language=self.instance.language,
-            kind=error_kind(int(problem.get("status", 500))),
+            kind=error_kind(int(problem.get("status", 500)), str(problem.get("type", ""))),
             provenance=provenance,
             offered=offered,
         )
@@ -477,7 +503,10 @@ class Executor:
         record = self._record_key(request)
         if record is not None:
             replayed = await self._replay(spec, record, request.fingerprint, arguments)
-            if replayed is not None:  # the first call's answer, condensed for this call
+            if replayed is not None and "body" not in replayed:
+                # personal data are not kept here: the insurer replays its answer to the key
+                record = None
+            elif replayed is not None:  # the first call's answer, condensed for this call
                 provenance.update(url=replayed["url"], replayed=replayed["time"])
                 log.update(outcome="replayed", status=replayed["status"])
                 return self._answer(
@@ -496,7 +525,7 @@ class Executor:
             return self._insurer_refused(spec, request, answer, provenance, log, offered)
         result = self._answer(spec, read, answer.status, provenance, log, arguments, offered)
         if record is not None:
-            await self._keep_record(record, request, answer, provenance, read)
+            await self._keep_record(spec, record, request, answer, provenance, read)
         return result
 
     def _record_key(self, request: _Request) -> str | None:
@@ -602,17 +631,22 @@ class Executor:
 
     async def _keep_record(
         self,
+        spec: ToolSpec,
         record: str,
         request: _Request,
         answer: UpstreamResponse,
         provenance: Mapping[str, Any],
         read: dict[str, Any],
     ) -> None:
-        """The call's answer kept under its key: a retry replays it instead of acting again."""
+        """The call's answer kept under its key: a retry replays it instead of acting again.
+        An answer with personal data is not kept (only that the call was made): a retry asks
+        the insurer again with the same key, and the insurer replays it."""
         stored = {
             "fingerprint": request.fingerprint, "state": "done", "status": answer.status,
             "url": answer.url, "time": provenance["time"], "body": read,
         }  # fmt: skip
+        if spec.operation.personal:
+            del stored["body"]
         await self.state.set(record, json.dumps(stored).encode(), IDEMPOTENCY_TTL)
 
     def _answer(

@@ -28,6 +28,8 @@ from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
 from omds_ld.hosts import Allowlist
 from omds_ld.mcp import hibernation
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
+from omds_ld.mcp.confirm import Confirmations
+from omds_ld.mcp.confirmation_page import CONFIRMATION_PATH, confirmation_routes
 from omds_ld.mcp.connector import Connector
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
@@ -51,15 +53,20 @@ def build_connectors(
     state: StateStore,
     transport: Transport,
     token_http: httpx.AsyncClient | None = None,
+    confirmation_page: str | None = None,
 ) -> dict[str, Connector]:
     """One connector per configured instance, all on one state store and transport
-    (``token_http`` reaches the insurer's authorization server, if not over the network)."""
+    (``token_http`` reaches the insurer's authorization server, if not over the network;
+    ``confirmation_page`` is where a person confirms a binding call whose client cannot ask
+    them, None: nowhere, over stdio)."""
     labels = metrics.Labels.of(
         [i.name for i in config.instances], norm.operations, norm.problem_types
     )
     request_log = RequestLog(config.request_log, labels)
     return {
-        i.name: _connector(i, config, norm, state, transport, request_log, token_http)
+        i.name: _connector(
+            i, config, norm, state, transport, request_log, token_http, confirmation_page
+        )
         for i in config.instances
     }
 
@@ -72,6 +79,7 @@ def _connector(
     transport: Transport,
     request_log: RequestLog,
     token_http: httpx.AsyncClient | None = None,
+    confirmation_page: str | None = None,
 ) -> Connector:
     tokens = None
     if config.auth.upstream:
@@ -103,6 +111,8 @@ def _connector(
         lease_seconds=config.timeout_seconds + LEASE_MARGIN,
         rate=(config.calls_per_minute / 60, config.call_burst) if config.calls_per_minute else None,
         exchange=tokens.exchanged if tokens is not None else None,
+        confirm_tools=instance.confirm_tools,
+        confirmation_page=confirmation_page,
     )
 
 
@@ -570,7 +580,7 @@ class McpHosting:
         if self.auth.checks_tokens:
             if keys is None:
                 raise ValueError("checking tokens needs the authorization server's keys")
-            base = (self.auth.public_url or f"http://{http.host}:{http.port}").rstrip("/")
+            base = public_base(http, self.auth)
             self.guards = {
                 name: ResourceGuard(
                     base + http.path(name), self.auth.issuer, keys,
@@ -626,6 +636,7 @@ class McpHosting:
         routes: list[BaseRoute] = [
             Route(self.http.path(name), binding) for name, binding in self.bindings.items()
         ]
+        routes += confirmation_routes(Confirmations(self.state))
         for name, guard in self.guards.items():  # RFC 9728: where each endpoint says who it trusts
             routes.append(
                 Route(
@@ -702,7 +713,10 @@ def standalone_app(config: McpConfig, norm: Norm) -> Starlette:
     state = make_state(config.redis_url)
     client = http_client(config)
     keys = RemoteKeys(config.auth.keys_uri, client) if config.auth.checks_tokens else None
-    connectors = build_connectors(config, norm, state, HttpTransport(client))
+    page = public_base(config.http, config.auth) + CONFIRMATION_PATH
+    connectors = build_connectors(
+        config, norm, state, HttpTransport(client), confirmation_page=page
+    )
     hosting = McpHosting(connectors, config.http, state, config.auth, keys)
 
     @contextlib.asynccontextmanager
@@ -715,6 +729,11 @@ def standalone_app(config: McpConfig, norm: Norm) -> Starlette:
         routes=[*hosting.routes(), Route("/healthz", healthz), Route("/metrics", metrics.endpoint)],
         lifespan=lifespan,
     )
+
+
+def public_base(http: HttpConfig, auth: AuthConfig) -> str:
+    """Where clients reach the HTTP endpoints: the configured public URL, else host and port."""
+    return (auth.public_url or f"http://{http.host}:{http.port}").rstrip("/")
 
 
 def standalone_banner(config: McpConfig) -> list[str]:

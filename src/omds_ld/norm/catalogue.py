@@ -51,6 +51,12 @@ class Operation:
     parameters: tuple[Parameter, ...]
     request_schema: Mapping[str, Any] | None
     body_required: bool
+    # it binds a customer (x-omds-ld binds): an MCP server runs it only after the person using
+    # the client confirmed what it binds to
+    binds: bool = False
+    # its request or answer carries personal data (x-omds-ld personal): never cached, never kept
+    # by an MCP server (a retry is replayed by the insurer), never logged
+    personal: bool = False
     _validator: SchemaValidator | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -77,7 +83,7 @@ class Operation:
         """Every violation of the request schema, each with its JSON pointer; empty if valid."""
         if self._validator is None:
             return []
-        return self._validator.violations(body)
+        return self._validator.violations(body, redact=self.personal)
 
 
 def bundle_schema(document: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -180,6 +186,8 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
                 parameters=tuple(parameters),
                 request_schema=request_schema,
                 body_required=body_required,
+                binds=bool(extension.get("binds", False)),
+                personal=bool(extension.get("personal", False)),
                 _validator=validator,
             )
 

@@ -7,6 +7,7 @@ pure-Python ``jsonschema`` checks that each schema is itself valid when it is lo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,9 @@ class Violation:
 
     pointer: str
     detail: str
+    # the detail without the value that violated the schema: for personal data, whose values
+    # are never repeated in an answer or a log
+    redacted: str = ""
 
 
 def pointer(path: Sequence[str | int]) -> str:
@@ -39,10 +43,32 @@ class SchemaValidator:
     def is_valid(self, instance: Any) -> bool:
         return bool(self._compiled.is_valid(instance))
 
-    def violations(self, instance: Any) -> list[Violation]:
-        """Every violation, ordered by where it is; empty if the instance is valid."""
-        found = [
-            Violation(pointer(list(error.instance_path)), str(error.message))
-            for error in self._compiled.iter_errors(instance)
-        ]
+    def violations(self, instance: Any, *, redact: bool = False) -> list[Violation]:
+        """Every violation, ordered by where it is; empty if the instance is valid. ``redact``:
+        each detail without the value that violated (``redacted``) as its detail."""
+        found = []
+        for error in self._compiled.iter_errors(instance):
+            message = str(error.message)
+            hidden = _without_value(message, error.instance)
+            found.append(
+                Violation(pointer(list(error.instance_path)), hidden if redact else message, hidden)
+            )
         return sorted(found, key=lambda v: v.pointer)
+
+
+def _without_value(message: str, value: Any) -> str:
+    """A validator's message with the instance it quotes replaced: "the value is longer than
+    3 characters". Where the value is a container, only its shape is said."""
+    if isinstance(value, dict | list):
+        return (
+            message
+            if message.startswith("Additional properties")
+            else (
+                f"the {'object' if isinstance(value, dict) else 'array'} "
+                + message.split(" ", 1)[-1].split(" ", 1)[-1]
+            )
+        )
+    quoted = json.dumps(value, ensure_ascii=False)
+    if message.startswith(quoted):
+        return "the value" + message[len(quoted) :]
+    return message.replace(quoted, "the value") if quoted in message else message

@@ -11,7 +11,7 @@ from rdflib import RDF, BNode, Graph, Literal, Namespace, URIRef
 from rdflib.collection import Collection
 from rdflib.term import Node
 
-from omds_ld.norm.jsonld import P, compact_iri
+from omds_ld.norm.jsonld import BC, P, compact_iri
 
 SH = Namespace("http://www.w3.org/ns/shacl#")
 RDFS = Namespace("http://www.w3.org/2000/01/rdf-schema#")
@@ -71,6 +71,10 @@ class Field:
     # what each admissible value of an enumeration means, in both languages (p:valueLabel):
     # "St" is Steiermark (Styria), not a guess
     value_labels: tuple[tuple[Scalar, dict[str, str]], ...] = ()
+    # what a violation says (sh:message), in both languages: for personal data it names the
+    # field and what is admissible, never the value
+    message: dict[str, str] = field(default_factory=dict)
+    personal: bool = False  # bc:personalData: never cached, never logged, masked for a model
 
     @property
     def local_name(self) -> str:
@@ -193,6 +197,8 @@ def _field(graph: Graph, node: Node) -> Field:
         default=scalar(SH.defaultValue),
         order=float(order) if isinstance(order, Literal) else 1e9,
         value_labels=_value_labels(graph, node, in_values or ()),
+        message=_texts(graph, node, SH.message),
+        personal=str(_one(graph, node, URIRef(BC + "personalData"))).lower() == "true",
     )
 
 

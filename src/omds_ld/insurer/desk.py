@@ -1,0 +1,346 @@
+"""The application desk of one insurer: createApplication, its reads and its withdrawal.
+
+Every refusal changes nothing and says why, in the norm's problem types; the insurer's decision
+comes from its rules (``omds_ld.insurer.applications``). A write is one transaction with its
+idempotency record (the interface wraps it in ``Store.unit``), so a retry with the same key is
+a replay and a lost answer never makes a second application.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from omds_ld.insurer.answers import Answer, application_iri, offer_iri, premium_jsonld
+from omds_ld.insurer.applications import (
+    HOLDING_STATES,
+    OPEN_STATES,
+    PersonalDataCheck,
+    Rule,
+    expired,
+    mask_iban,
+    offer_digest,
+    person_label,
+)
+from omds_ld.insurer.data import Broker, Product
+from omds_ld.insurer.draft import Draft
+from omds_ld.insurer.problems import FieldError, Problem
+from omds_ld.insurer.store import Application, Case, EditConflict, Offer
+from omds_ld.insurer.tariff import calculate
+
+if TYPE_CHECKING:
+    from omds_ld.insurer.service import InsurerService
+
+
+class ApplicationDesk:
+    """Applications at one insurer, on its service's store, clock and answers."""
+
+    def __init__(self, service: InsurerService) -> None:
+        self.service = service
+        self.insurer = service.insurer
+        self.answers = service.answers
+        shapes = {s.local_name: s for s in service.norm.shapes.values()}
+        self.check = PersonalDataCheck(shapes)
+
+    # what an offer admits
+
+    def applicable(self, offer: Offer) -> bool:
+        """Whether createApplication is a next step of this offer now."""
+        if self.insurer.applications is None:
+            return False
+        if expired(str(offer.record["validUntil"]), self.service.clock()):
+            return False
+        return self._holding(offer) is None
+
+    def _holding(self, offer: Offer) -> Application | None:
+        """The application that keeps the offer from being applied for again, if any."""
+        store = self.service.store
+        return next(
+            (
+                a
+                for a in store.applications_of(self.insurer.name, offer.offer_id, offer.broker)
+                if a.state in HOLDING_STATES
+            ),
+            None,
+        )
+
+    def _offer(self, broker: Broker, offer_id: str) -> Offer:
+        self.service._require_case_reads()
+        offer = self.service.store.get_offer(self.insurer.name, offer_id, broker.id)
+        if offer is None:
+            raise Problem(
+                "not-found",
+                f"there is no offer {offer_id!r} for you at {self.insurer.display_name}",
+                next_steps=self.answers.entry_steps(),
+            )
+        return offer
+
+    # createApplication, step by step: each check refuses with its own problem type
+
+    def create(self, broker: Broker, offer_id: str, body: Mapping[str, Any]) -> Answer:
+        offer = self._offer(broker, offer_id)
+        rules = self.insurer.applications
+        if rules is None:
+            raise Problem(
+                "operation-not-admissible",
+                f"{self.insurer.display_name} takes no applications at this interface: "
+                + self.insurer.application_process.get(self.insurer.language, ""),
+                next_steps=self.answers.entry_steps(),
+            )
+        now = self.service.clock()
+        self._check_valid(offer, now)
+        self._check_personal_data(offer, body, now)
+        self._check_consent(offer, body, now)
+        product = self._check_conditions(offer)
+        self._check_not_applied(offer)
+        rule = rules.decide(Draft.from_dict(offer.record["draft"]))
+        application = self._decided(broker, offer, product, body, rule, now)
+        self.service.store.insert_application(application)
+        location = self.answers.step(
+            "readApplication", "", {"applicationId": application.application_id}
+        )["bc:href"]
+        return Answer(201, self.answers.application(application, offer), {"Location": location})
+
+    def _check_valid(self, offer: Offer, now: dt.datetime) -> None:
+        if expired(str(offer.record["validUntil"]), now):
+            raise Problem(
+                "offer-expired",
+                f"the offer was valid until {offer.record['validUntil']}; it binds "
+                f"{self.insurer.display_name} no longer. Calculate again from the same case "
+                "data (the next step), make a new offer and ask the customer to consent to it",
+                next_steps=self.answers.recalculate_steps(offer),
+            )
+
+    def _check_personal_data(self, offer: Offer, body: Mapping[str, Any], now: dt.datetime) -> None:
+        errors = self.check.errors(body, now, self.insurer.language)
+        if errors:
+            raise Problem(
+                "personal-data-invalid",
+                "personal data are not admissible: "
+                + "; ".join(e.pointer.rsplit("/", 1)[-1] for e in errors)
+                + " (each error says what is admissible; nothing was applied for)",
+                errors=errors,
+                next_steps=self._offer_steps(offer),
+            )
+
+    def _offer_steps(self, offer: Offer) -> list[dict[str, Any]]:
+        """Still admissible after a refused application: the offer as it stands."""
+        return list(self.answers.offer(offer, self.applicable(offer))["bc:nextStep"])
+
+    def _check_consent(self, offer: Offer, body: Mapping[str, Any], now: dt.datetime) -> None:
+        consent = body.get("bc:consent")
+        iri = offer_iri(self.insurer, offer.offer_id)
+        steps = self._offer_steps(offer)
+        if not consent:
+            raise Problem(
+                "consent-missing",
+                "an application binds the customer: bc:consent must say who consented, when, "
+                "how, and name this offer's bc:offerDigest (readOffer gives it)",
+                errors=[FieldError("/bc:consent", "the customer's consent to this offer")],
+                next_steps=steps,
+            )
+        offered_at = dt.datetime.fromisoformat(offer.created)
+        errors = self.check.consent_errors(consent, offered_at, now, self.insurer.language)
+        if errors:
+            raise Problem(
+                "personal-data-invalid",
+                "the consent is not admissible; each error says what is",
+                errors=errors,
+                next_steps=steps,
+            )
+        if consent["bc:offerDigest"] != offer_digest(offer.record, iri):
+            raise Problem(
+                "consent-mismatch",
+                "the consent names another offer's digest: the customer consented to other "
+                "conditions, and consent is never carried over. Show the customer this offer "
+                "(readOffer) and ask for their consent to it",
+                errors=[FieldError("/bc:consent/bc:offerDigest", "this offer's bc:offerDigest")],
+                next_steps=steps,
+            )
+
+    def _check_conditions(self, offer: Offer) -> Product:
+        """The offer as the tariff would price it now: a different premium is a repricing."""
+        product = self.insurer.product_by_iri(str(offer.record["product"]))
+        if product is not None:
+            draft = Draft.from_dict(offer.record["draft"])
+            now_priced = premium_jsonld(product, calculate(product.tariff, draft.tariff_input()))
+            if now_priced == offer.record["premium"]:
+                return product
+        raise Problem(
+            "conditions-changed",
+            f"{self.insurer.display_name}'s tariff has changed since the offer was made: it would "
+            "not be bound at the premium the customer consented to. Calculate again from the "
+            "same case data and ask the customer anew",
+            next_steps=self.answers.recalculate_steps(offer),
+        )
+
+    def _check_not_applied(self, offer: Offer) -> None:
+        holding = self._holding(offer)
+        if holding is not None:
+            iri = application_iri(self.insurer, holding.application_id)
+            raise Problem(
+                "already-applied",
+                f"the offer already has an application ({holding.application_id}, "
+                f"{holding.state}); nothing was applied for again",
+                extra={"bc:application": iri},
+                next_steps=[
+                    self.answers.step(
+                        "readApplication", iri, {"applicationId": holding.application_id}
+                    )
+                ],
+            )
+
+    # the decision
+
+    def _decided(
+        self,
+        broker: Broker,
+        offer: Offer,
+        product: Product,
+        body: Mapping[str, Any],
+        rule: Rule | None,
+        now: dt.datetime,
+    ) -> Application:
+        rules = self.insurer.applications
+        assert rules is not None
+        stamp = now.isoformat(timespec="seconds")
+        application_id = uuid.uuid4().hex[:20]
+        decision: dict[str, Any] = {"decidedAt": stamp}
+        if rule is None:
+            state = "accepted"
+            decision["policyNumber"] = f"{rules.policy_prefix}-{application_id[:10].upper()}"
+        elif rule.decision == "refer":
+            state = "referred"
+            decision = {
+                "decisionBy": (now + dt.timedelta(days=rules.referral_days)).date().isoformat(),
+                "reason": dict(rule.reason),
+            }
+        elif rule.decision == "decline":
+            state = "declined"
+            decision["reason"] = dict(rule.reason)
+        else:
+            state = "counter-offer"
+            counter = self._counter_offer(broker, offer, product, rule, now)
+            decision.update(
+                reason=dict(rule.reason),
+                counterOffer=counter.offer_id,
+                declinedComponents=[c.iri for c in product.components if c.id in rule.components],
+            )
+        payment = {k: v for k, v in body["bc:payment"].items() if k != "bc:accountHolder"}
+        if "bc:iban" in payment:
+            payment["bc:iban"] = mask_iban(str(payment["bc:iban"]))
+        record = {
+            "policyholder": dict(body["bc:policyholder"]),
+            "policyholderName": person_label(body["bc:policyholder"]),
+            "payment": dict(body["bc:payment"]),
+            "paymentShown": payment,
+            "startDate": body["bc:startDate"],
+            "consent": dict(body["bc:consent"]),
+            "decision": decision,
+        }
+        return Application(
+            insurer=self.insurer.name,
+            application_id=application_id,
+            offer_id=offer.offer_id,
+            broker=broker.id,
+            state=state,
+            record=record,
+            created=stamp,
+            updated=stamp,
+        )
+
+    def _counter_offer(
+        self, broker: Broker, offer: Offer, product: Product, rule: Rule, now: dt.datetime
+    ) -> Offer:
+        """What the insurer would accept: the offer's draft without the declined components,
+        priced and offered as a new offer of its own (a new consent is needed for it)."""
+        draft = Draft.from_dict(offer.record["draft"])
+        for component in rule.components:
+            if draft.is_included(component):
+                draft = draft.with_included(product, component, False)
+        premium = premium_jsonld(product, calculate(product.tariff, draft.tariff_input()))
+        stamp = now.isoformat(timespec="seconds")
+        case = Case(
+            insurer=self.insurer.name,
+            case_id=uuid.uuid4().hex[:20],
+            broker=broker.id,
+            status="calculated",
+            draft=draft,
+            premium=premium,
+            offer_id=None,
+            version=1,
+            created=stamp,
+            updated=stamp,
+        )
+        self.service.store.insert_case(case)
+        counter = Offer(
+            insurer=self.insurer.name,
+            offer_id=uuid.uuid4().hex[:20],
+            case_id=case.case_id,
+            broker=broker.id,
+            record={
+                "product": product.iri,
+                "premium": premium,
+                "draft": draft.to_dict(),
+                "validUntil": (now + self.service.offer_validity).date().isoformat(),
+                "counterOfferTo": offer.offer_id,
+            },
+            created=stamp,
+        )
+        offered = replace(case, status="offered", offer_id=counter.offer_id)
+        self.service.store.insert_offer(counter, offered, expected_version=case.version)
+        return counter
+
+    # reads and the withdrawal
+
+    def _application(self, broker: Broker, application_id: str) -> tuple[Application, Offer]:
+        self.service._require_case_reads()
+        application = self.service.store.get_application(
+            self.insurer.name, application_id, broker.id
+        )
+        if application is None:
+            raise Problem(
+                "not-found",
+                f"there is no application {application_id!r} for you at "
+                f"{self.insurer.display_name}",
+                next_steps=self.answers.entry_steps(),
+            )
+        return application, self._offer(broker, application.offer_id)
+
+    def read(self, broker: Broker, application_id: str) -> Answer:
+        application, offer = self._application(broker, application_id)
+        return Answer(200, self.answers.application(application, offer))
+
+    def list(self, broker: Broker, offer_id: str) -> Answer:
+        offer = self._offer(broker, offer_id)
+        found = self.service.store.applications_of(self.insurer.name, offer.offer_id, broker.id)
+        return Answer(200, self.answers.application_list(offer, found))
+
+    def withdraw(self, broker: Broker, application_id: str) -> Answer:
+        application, offer = self._application(broker, application_id)
+        if application.state == "withdrawn":
+            return Answer(200, self.answers.application(application, offer))
+        if application.state not in OPEN_STATES:
+            raise Problem(
+                "operation-not-admissible",
+                f"the application is {application.state}: only an open one (submitted or "
+                "referred) can be withdrawn",
+                next_steps=self.answers.application_steps(application, offer),
+            )
+        withdrawn = replace(
+            application,
+            state="withdrawn",
+            updated=self.service.clock().isoformat(timespec="seconds"),
+        )
+        try:
+            stored = self.service.store.update_application(
+                withdrawn, expected_version=application.version
+            )
+        except EditConflict:
+            raise Problem(
+                "edit-conflict", "the application changed meanwhile; read it and try again"
+            ) from None
+        return Answer(200, self.answers.application(stored, offer))

@@ -1,0 +1,211 @@
+"""A person's yes before anything binds a customer (seed 003: the host decides when a human
+confirmation is required; nothing binds on a model's word).
+
+A binding tool call (``x-omds-ld binds``, or one an operator adds) runs only once the person
+using the client has confirmed what it binds to. The MCP server asks them the way the client can:
+
+- 2025-11-25 with elicitation (form mode): ``elicitation/create`` on the session;
+- 2026-07-28 with elicitation: an ``input_required`` result of the multi-round-trip flow; the
+  client asks its user and retries with the answer and the request state;
+- otherwise: a tool error (``confirmation-required``) with a confirmation page of this
+  deployment; the person confirms there and the agent retries with the same idempotencyKey.
+
+What the person confirmed is kept by the call's digest (its arguments, the broker), so a retry of
+the same call (the answer was lost) is not asked again and sends the same consent to the insurer;
+the record (who, when, how, what was shown) goes into the consent as ``bc:confirmation``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import mcp_types as types
+
+from omds_ld.mcp.state import StateStore
+
+INPUT_KEY = "omds-ld-confirmation"  # the key of our one input request in a round trip
+CONFIRMATION_TTL = 24 * 3600.0  # as long as an idempotency record: a retry finds it
+PENDING_TTL = 15 * 60.0  # how long a question waits for the person's answer
+Action = Literal["accept", "decline", "cancel"]
+
+SCHEMA: types.ElicitRequestedSchema = {
+    "type": "object",
+    "properties": {
+        "confirm": {
+            "type": "boolean",
+            "title": "Ja, verbindlich beantragen / Yes, apply (binds the customer)",
+            "default": False,
+        }
+    },
+    "required": ["confirm"],
+}
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """A person's yes: who, when, how, and exactly what they were shown."""
+
+    who: str
+    at: str
+    via: str
+    shown: str
+
+    def to_jsonld(self) -> dict[str, str]:
+        return {
+            "bc:confirmedBy": self.who,
+            "bc:confirmedAt": self.at,
+            "bc:confirmedVia": self.via,
+            # one line: values sent to an insurer carry no control characters
+            "bc:shown": " · ".join(
+                line.strip() for line in self.shown.splitlines() if line.strip()
+            ),
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Confirmed:
+        return cls(str(record["who"]), str(record["at"]), str(record["via"]), str(record["shown"]))
+
+
+class Person(Protocol):
+    """How the MCP server reaches the person using the client, for one call."""
+
+    via: str
+
+    async def ask(
+        self, message: str, pending: str
+    ) -> Action | types.InputRequiredResult:  # pragma: no cover - a protocol
+        ...
+
+
+class FormElicitation:
+    """2025-11-25: the client's session asks its user (``elicitation/create``, form mode)."""
+
+    via = "elicitation (form)"
+
+    def __init__(self, session: Any, request_id: Any = None) -> None:
+        self.session = session
+        self.request_id = request_id
+
+    async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
+        result = await self.session.elicit_form(message, SCHEMA, self.request_id)
+        if result.action == "accept" and not (result.content or {}).get("confirm"):
+            return "decline"  # the form was sent without the box ticked
+        action: Action = result.action
+        return action
+
+
+class RoundTrip:
+    """2026-07-28: the question is an ``input_required`` result; the answer comes with the
+    retried call (its input responses and the request state naming the pending question)."""
+
+    via = "elicitation (input_required)"
+
+    def __init__(self, params: types.CallToolRequestParams) -> None:
+        self.responses = params.input_responses or {}
+        self.request_state = params.request_state
+
+    @property
+    def answering(self) -> str | None:
+        """The pending question this call answers, if it carries an answer."""
+        return self.request_state if INPUT_KEY in self.responses else None
+
+    def answer(self) -> Action:
+        response = self.responses.get(INPUT_KEY)
+        if not isinstance(response, types.ElicitResult):
+            return "cancel"
+        if response.action == "accept" and not (response.content or {}).get("confirm"):
+            return "decline"
+        action: Action = response.action
+        return action
+
+    async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=SCHEMA)
+        )
+        return types.InputRequiredResult(input_requests={INPUT_KEY: request}, request_state=pending)
+
+
+def call_digest(insurer: str, broker: str, tool: str, arguments: Mapping[str, Any]) -> str:
+    """What a confirmation is bound to: the insurer, the broker and the call's arguments (the
+    idempotencyKey included: another key is another act, asked anew)."""
+    content = {k: v for k, v in arguments.items() if k != "full"}
+    canonical = json.dumps(
+        {"insurer": insurer, "broker": broker, "tool": tool, "arguments": content},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class Confirmations:
+    """Questions and answers in the shared state store: a question waits for the person
+    (``pending:<id>``), an answer is kept by the call's digest (``given:<digest>``)."""
+
+    def __init__(self, state: StateStore, page_base: str | None = None) -> None:
+        self.state = state
+        # the confirmation page of this deployment (…/omds-ld/confirmations), None: there is none
+        self.page_base = page_base.rstrip("/") if page_base else None
+
+    async def given(self, digest: str) -> Confirmed | None:
+        raw = await self.state.get(f"confirm:given:{digest}")
+        return Confirmed.from_record(json.loads(raw)) if raw else None
+
+    async def give(self, digest: str, confirmed: Confirmed) -> None:
+        record = json.dumps(confirmed.__dict__).encode()
+        await self.state.set(f"confirm:given:{digest}", record, CONFIRMATION_TTL)
+
+    async def forget(self, digest: str) -> None:
+        await self.state.delete(f"confirm:given:{digest}")
+
+    async def ask(self, digest: str, insurer: str, broker: str, shown: str) -> str:
+        """A new question (its id: unguessable, the page's address)."""
+        pending = secrets.token_urlsafe(24)
+        record = {
+            "digest": digest, "insurer": insurer, "broker": broker, "shown": shown,
+            "state": "pending", "asked": time.time(),
+        }  # fmt: skip
+        await self.state.set(f"confirm:pending:{pending}", json.dumps(record).encode(), PENDING_TTL)
+        return pending
+
+    async def question(self, pending: str) -> dict[str, Any] | None:
+        raw = await self.state.get(f"confirm:pending:{pending}")
+        return json.loads(raw) if raw else None
+
+    async def answer_page(self, pending: str, yes: bool, who: str) -> dict[str, Any] | None:
+        """The person's answer on the confirmation page: a yes is kept by the call's digest."""
+        question = await self.question(pending)
+        if question is None or question["state"] != "pending":
+            return question
+        question["state"] = "confirmed" if yes else "declined"
+        question["who"] = who
+        await self.state.set(
+            f"confirm:pending:{pending}", json.dumps(question).encode(), PENDING_TTL
+        )
+        if yes:
+            confirmed = Confirmed(who, now(), "confirmation page", question["shown"])
+            await self.give(question["digest"], confirmed)
+        else:
+            await self.state.set(f"confirm:declined:{question['digest']}", b"1", PENDING_TTL)
+        return question
+
+    async def declined(self, digest: str) -> bool:
+        """Whether the person declined this call on the page (said once: the next call asks
+        anew)."""
+        if await self.state.get(f"confirm:declined:{digest}") is None:
+            return False
+        await self.state.delete(f"confirm:declined:{digest}")
+        return True
+
+    def page(self, pending: str) -> str | None:
+        return f"{self.page_base}/{pending}" if self.page_base else None
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,0 +1,271 @@
+"""The gate before a binding call: what the person is shown, their answer, the consent it adds.
+
+``Gate.check`` returns the call's arguments with the person's confirmation in the consent
+(``bc:confirmation``, overwriting whatever the caller put there: only the person's yes counts),
+or an ``input_required`` result (2026-07-28: the client asks its user and retries), or refuses
+(``confirmation-declined``, ``confirmation-required`` with a confirmation page, or a consent
+that does not name the offer). Nothing is sent to the insurer before the yes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+import mcp_types as types
+
+from omds_ld.mcp.catalogue import ToolSpec
+from omds_ld.mcp.confirm import (
+    Confirmations,
+    Confirmed,
+    Person,
+    RoundTrip,
+    call_digest,
+    now,
+)
+from omds_ld.mcp.refusal import Refusal
+from omds_ld.mcp.upstream import CALLER, Upstream
+from omds_ld.norm import Norm
+from omds_ld.norm.jsonld import NotJsonLd, canonical
+
+ProblemOf = Callable[..., dict[str, Any]]
+PERIODS = {"P1Y": ("pro Jahr", "per year"), "P6M": ("pro Halbjahr", "per half-year"),
+           "P3M": ("pro Quartal", "per quarter"), "P1M": ("pro Monat", "per month")}  # fmt: skip
+FREQUENCIES = {"annual": ("jährlich", "annually"), "semiannual": ("halbjährlich", "half-yearly"),
+               "quarterly": ("vierteljährlich", "quarterly"), "monthly": ("monatlich", "monthly")}  # fmt: skip
+METHODS = {"sepa-direct-debit": ("SEPA-Lastschrift", "SEPA direct debit"),
+           "invoice": ("Zahlschein", "invoice")}  # fmt: skip
+
+
+class Gate:
+    """Binding calls of one MCP server wait here for the person's yes."""
+
+    def __init__(
+        self,
+        *,
+        norm: Norm,
+        insurer: str,
+        display_name: str,
+        language: str,
+        upstream: Upstream,
+        confirmations: Confirmations,
+        binding: Collection[str],
+        problem: ProblemOf,
+    ) -> None:
+        self.norm = norm
+        self.insurer = insurer
+        self.display_name = display_name
+        self.language = language
+        self.upstream = upstream
+        self.confirmations = confirmations
+        self.binding = frozenset(binding)
+        self.problem = problem
+
+    def binds(self, spec: ToolSpec) -> bool:
+        return spec.name in self.binding
+
+    async def check(
+        self, spec: ToolSpec, arguments: dict[str, Any], person: Person | None, who: str
+    ) -> dict[str, Any] | types.InputRequiredResult:
+        """The arguments to send, with the person's confirmation; or the question to ask."""
+        clean = _without_confirmation(arguments)
+        broker = CALLER.get().subject or "-"
+        digest = call_digest(self.insurer, broker, spec.name, clean)
+        confirmed = await self.confirmations.given(digest)
+        if confirmed is None and await self.confirmations.declined(digest):
+            raise self._declined("decline")
+        if confirmed is None and isinstance(person, RoundTrip) and person.answering:
+            confirmed = await self._answered(person, digest, who)
+        if confirmed is None:
+            shown = await self.shown(spec, clean)
+            pending = await self.confirmations.ask(digest, self.insurer, broker, shown)
+            if person is None:
+                raise self._required(pending)
+            answer = await person.ask(shown, pending)
+            if isinstance(answer, types.InputRequiredResult):
+                return answer
+            if answer != "accept":
+                raise self._declined(answer)
+            confirmed = Confirmed(who, now(), person.via, shown)
+            await self.confirmations.give(digest, confirmed)
+        return _with_confirmation(clean, confirmed)
+
+    async def _answered(self, person: RoundTrip, digest: str, who: str) -> Confirmed | None:
+        """The person's answer a retried call carries, if it answers this call's question."""
+        question = await self.confirmations.question(person.answering or "")
+        if question is None or question.get("digest") != digest:
+            return None  # too late, or for another call: asked anew
+        action = person.answer()
+        if action != "accept":
+            raise self._declined(action)
+        confirmed = Confirmed(who, now(), person.via, str(question["shown"]))
+        await self.confirmations.give(digest, confirmed)
+        return confirmed
+
+    def _declined(self, action: str) -> Refusal:
+        what = "declined" if action == "decline" else "cancelled"
+        return Refusal(
+            self.problem(
+                "confirmation-declined",
+                f"the person using the client {what} the confirmation: nothing was applied "
+                "for and nothing was sent to the insurer. Ask them what to change",
+            )
+        )
+
+    def _required(self, pending: str) -> Refusal:
+        page = self.confirmations.page(pending)
+        if page is None:
+            return Refusal(
+                self.problem(
+                    "confirmation-required",
+                    "this binds a customer and needs the confirmation of the person using the "
+                    "client, but the client cannot ask its user (it declared no elicitation) and "
+                    "this MCP server has no confirmation page (it runs over stdio). Use a client "
+                    "with elicitation, or this MCP server over HTTP. Nothing was done",
+                )
+            )
+        return Refusal(
+            self.problem(
+                "confirmation-required",
+                "this binds a customer: the person using the client must confirm it first. "
+                f"Give them this page to review and confirm: {page} . Once they have "
+                "confirmed, call this tool again with the same arguments and idempotencyKey. "
+                "Do not open the page yourself. Nothing was done",
+                **{"bc:confirmationUrl": page},
+            )
+        )
+
+    # what the person is shown
+
+    async def shown(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> str:
+        """What the person confirms, in the insurer's language (and English for a German
+        one): insurer, product, premium, payment, start and the customer's consent."""
+        if spec.name != "createApplication":
+            return self._line(
+                f"{self.display_name}: {spec.title} ({spec.name}); das bindet den Kunden.",
+                f"{self.display_name}: {spec.title} ({spec.name}); this binds the customer.",
+            )
+        offer = await self._offer(str(arguments["offerId"]))
+        body = arguments.get("body") or {}
+        consent = body.get("bc:consent") or {}
+        if not consent:
+            raise Refusal(
+                self.problem(
+                    "consent-missing",
+                    "an application binds the customer: bc:consent must say who consented, "
+                    "when, how, and name this offer's bc:offerDigest "
+                    f"({offer.get('bc:offerDigest')}); nothing was asked of the person or sent "
+                    "to the insurer",
+                )
+            )
+        if consent.get("bc:offerDigest") != offer.get("bc:offerDigest"):
+            raise Refusal(
+                self.problem(
+                    "consent-mismatch",
+                    "the consent names another offer's digest than this offer's "
+                    f"({offer.get('bc:offerDigest')}): the customer consented to other "
+                    "conditions. Show them this offer (readOffer) and ask for their consent; "
+                    "nothing was asked of the person or sent to the insurer",
+                )
+            )
+        product = await self._product_label(str(offer.get("p:hasRootProduct", "")))
+        return "\n".join(self._application_lines(offer, product, body))
+
+    def _application_lines(
+        self, offer: Mapping[str, Any], product: str, body: Mapping[str, Any]
+    ) -> list[str]:
+        premium = offer.get("bc:premium") or {}
+        de_period, en_period = PERIODS.get(str(premium.get("bc:period")), ("", ""))
+        amount = f"{premium.get('bc:gross')} {premium.get('bc:currency', '')}".strip()
+        holder = body.get("bc:policyholder") or {}
+        name = (
+            holder.get("p:legalName")
+            or f"{holder.get('p:givenName', '')} {holder.get('p:familyName', '')}".strip()
+        )
+        payment = body.get("bc:payment") or {}
+        de_freq, en_freq = FREQUENCIES.get(str(payment.get("bc:paymentFrequency")), ("", ""))
+        de_method, en_method = METHODS.get(str(payment.get("bc:paymentMethod")), ("", ""))
+        iban = str(payment.get("bc:iban", ""))
+        account = f" …{iban[-4:]}" if iban else ""
+        consent = body.get("bc:consent") or {}
+        by, how, at = (consent.get(k, "") for k in
+                       ("bc:consentedBy", "bc:consentMethod", "bc:consentedAt"))  # fmt: skip
+        start = body.get("bc:startDate", "")
+        return [
+            self._line(
+                f"Verbindlicher Antrag bei {self.display_name}: {product}",
+                f"Binding application at {self.display_name}: {product}",
+            ),
+            self._line(f"Prämie: {amount} {de_period}", f"Premium: {amount} {en_period}"),
+            self._line(f"Versicherungsnehmer: {name}", f"Policyholder: {name}"),
+            self._line(
+                f"Zahlung: {de_freq}, {de_method}{account}",
+                f"Payment: {en_freq}, {en_method}{account}",
+            ),
+            self._line(f"Versicherungsbeginn: {start}", f"Start: {start}"),
+            self._line(
+                f"Zustimmung des Kunden: {by} ({how}, {at})",
+                f"The customer's consent: {by} ({how}, {at})",
+            ),
+            self._line(
+                "Bestätigen Sie, dass der Kunde diesem Antrag zustimmt? Er bindet den Kunden.",
+                "Do you confirm the customer agrees to this application? It binds them.",
+            ),
+        ]
+
+    def _line(self, de: str, en: str) -> str:
+        return f"{de} / {en}" if self.language == "de" else en
+
+    async def _offer(self, offer_id: str) -> dict[str, Any]:
+        """The offer as the insurer has it now (its premium and digest): what is confirmed."""
+        answer = await self.upstream.send(
+            self.norm.operation("readOffer"), {"offerId": offer_id}, {}, None, None
+        )
+        if answer.status != 200 or not isinstance(answer.body, dict):
+            detail = answer.body.get("detail") if isinstance(answer.body, dict) else None
+            raise Refusal(
+                self.problem(
+                    "not-found" if answer.status == 404 else "insurer-answer-invalid",
+                    f"the offer {offer_id!r} could not be read at {self.display_name}"
+                    + (f": {detail}" if detail else "")
+                    + "; nothing was asked of the person or sent to the insurer",
+                )
+            )
+        try:
+            return canonical(answer.body, frozenset({"bc:Offer"}))
+        except NotJsonLd as error:
+            raise Refusal(
+                self.problem(
+                    "insurer-answer-invalid", f"the offer is no JSON-LD of the norm: {error}"
+                )
+            ) from None
+
+    async def _product_label(self, product_iri: str) -> str:
+        product_id = product_iri.rstrip("/").rsplit("/", 1)[-1]
+        try:
+            answer = await self.upstream.send(
+                self.norm.operation("readProduct"), {"productId": product_id}, {}, None, None
+            )
+        except Exception:  # the label is a courtesy: the product's IRI says it too
+            return product_iri
+        label = answer.body.get("rdfs:label") if isinstance(answer.body, dict) else None
+        if isinstance(label, Mapping):
+            return str(label.get(self.language) or next(iter(label.values()), product_iri))
+        return str(label or product_iri)
+
+
+def _without_confirmation(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments without any confirmation the caller wrote itself: only ours counts."""
+    clean = copy.deepcopy(dict(arguments))
+    consent = (clean.get("body") or {}).get("bc:consent")
+    if isinstance(consent, dict):
+        consent.pop("bc:confirmation", None)
+    return clean
+
+
+def _with_confirmation(arguments: dict[str, Any], confirmed: Confirmed) -> dict[str, Any]:
+    body = arguments.get("body")
+    if isinstance(body, dict) and isinstance(body.get("bc:consent"), dict):
+        body["bc:consent"]["bc:confirmation"] = confirmed.to_jsonld()
+    return arguments

@@ -1,0 +1,83 @@
+"""Helpers for the application tests: an offer made by next steps, an application body with
+the customer's consent to it, and the person's answer as an MCP client's elicitation callback."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+import mcp_types as types
+from mcp import Client
+
+from tests.insurer.test_flows import SKODA
+from tests.mcp.clients import follow, step
+
+IBAN = "AT611904300234573201"
+PERSON = {
+    "@type": "p:Person", "p:givenName": "Anna", "p:familyName": "Berger",
+    "p:birthDate": "1985-04-12", "p:streetAddress": "Hauptstraße 1", "p:postalCode": "1010",
+    "p:addressLocality": "Wien", "p:email": "anna.berger@example.at",
+}  # fmt: skip
+PAYMENT = {
+    "bc:paymentFrequency": "annual", "bc:paymentMethod": "sepa-direct-debit",
+    "bc:iban": IBAN, "bc:accountHolder": "Anna Berger",
+}  # fmt: skip
+OLD_TIMBER_HOUSE = {
+    "@type": "p:Dwelling", "p:livingArea": 120, "p:constructionType": "timber",
+    "p:yearOfConstruction": 1930, "p:postalCode": "6020",
+}  # fmt: skip
+
+
+async def make_offer(
+    client: Client,
+    risk_object: dict[str, Any] | None = None,
+    include: Sequence[str] = (),
+    product: str = "",
+) -> Any:
+    """listProducts → createCalculation → createRiskObject → (includeComponent) →
+    calculatePremium → createOffer, each by the step the previous answer offered."""
+    products = await client.call_tool("listProducts", {})
+    starts = [
+        s for s in products.structured_content["nextSteps"] if s["tool"] == "createCalculation"
+    ]
+    start = next(s for s in starts if s["body"]["p:hasRootProduct"].endswith(product))
+    case = await follow(client, start)
+    case = await follow(client, step(case, "createRiskObject"), dict(risk_object or SKODA))
+    for component in include:
+        case = await follow(client, step(case, "includeComponent", componentId=component))
+    case = await follow(client, step(case, "calculatePremium"))
+    return await follow(client, step(case, "createOffer"))
+
+
+def application(offer: Any, **changes: Any) -> dict[str, Any]:
+    """An application for an offer, with the customer's consent to exactly this offer."""
+    data = offer.structured_content["offer"]
+    body: dict[str, Any] = {
+        "bc:policyholder": dict(PERSON),
+        "bc:payment": dict(PAYMENT),
+        "bc:startDate": dt.date.today().isoformat(),
+        "bc:consent": {
+            "bc:consentedBy": "Anna Berger",
+            "bc:consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "bc:consentMethod": "in-person",
+            "bc:offerDigest": data["digest"],
+        },
+    }
+    body.update(changes)
+    return body
+
+
+class Person:
+    """The person using the client: answers every confirmation as told, and remembers what
+    they were shown."""
+
+    def __init__(self, action: str = "accept", confirm: bool = True) -> None:
+        self.action = action
+        self.confirm = confirm
+        self.shown: list[str] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.shown.append(params.message)
+        content = {"confirm": self.confirm} if self.action == "accept" else None
+        return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]

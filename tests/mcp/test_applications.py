@@ -1,0 +1,364 @@
+"""From offer to application through the real MCP client against the example server: nothing
+binds a customer without the person's yes, in either era and over stdio, and every case seed 003
+names (expired offer, changed conditions, duplicate submission, another broker, a declined
+confirmation, a client that cannot ask) ends as the norm says, with the insurer's decisions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from mcp import Client
+
+from tests.mcp.applications import IBAN, OLD_TIMBER_HOUSE, Person, application, make_offer
+from tests.mcp.clients import follow, stdio_parameters, step
+from tests.servers import ExampleServer
+
+SKODA_OLD = {"@type": "p:Vehicle", "p:make": "Skoda", "p:yearOfConstruction": 2010,
+             "p:powerKw": 77, "p:listPrice": 18000, "p:licensePlate": "W-22222B"}  # fmt: skip
+EXPENSIVE = {"@type": "p:Vehicle", "p:make": "Porsche", "p:yearOfConstruction": 2024,
+             "p:powerKw": 280, "p:listPrice": 120000, "p:licensePlate": "W-911P"}  # fmt: skip
+
+
+def run(
+    target: Any, body: Callable[[Client], Awaitable[None]], mode: str, person: Person | None
+) -> None:
+    async def go() -> None:
+        async with Client(target, mode=mode, elicitation_callback=person) as client:
+            await body(client)
+
+    asyncio.run(go())
+
+
+def stored(server: ExampleServer, application_id: str) -> dict[str, Any]:
+    with sqlite3.connect(server.database) as db:
+        row = db.execute(
+            "SELECT state, record FROM applications WHERE application_id=?", (application_id,)
+        ).fetchone()
+    assert row is not None, application_id
+    return {"state": row[0], **json.loads(row[1])}
+
+
+def applications_of(server: ExampleServer, offer_id: str) -> list[tuple[str, str]]:
+    with sqlite3.connect(server.database) as db:
+        return db.execute(
+            "SELECT application_id, state FROM applications WHERE offer_id=?", (offer_id,)
+        ).fetchall()
+
+
+def problem_type(result: Any) -> str:
+    return str(result.structured_content["problem"]["type"]).rsplit("/", 1)[-1]
+
+
+def test_an_application_binds_only_after_the_person_confirmed_what_they_were_shown(
+    server: ExampleServer,
+) -> None:
+    """2026-07-28: the question is an input_required round trip the client answers."""
+    person = Person()
+    found: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        offer = await make_offer(client)
+        assert "Offer digest" in offer.content[0].text
+        made = await follow(
+            client, step(offer, "createApplication"), application(offer), idempotencyKey="a-1"
+        )
+        found.update(made.structured_content["application"], text=made.content[0].text)
+
+    run(server.mcp("pfefferminzia"), body, "2026-07-28", person)
+    [shown] = person.shown
+    for said in ("Pfefferminzia", "Kraftfahrt 2025", "1684.88 EUR", "Anna Berger", "…3201",
+                 "SEPA", "in-person", "bindet den Kunden", "binds"):  # fmt: skip
+        assert said in shown, said
+    assert IBAN not in shown
+    assert found["state"] == "accepted" and found["policyNumber"].startswith("PFM-")
+    assert found["payment"]["iban"] == "…3201" and IBAN not in found["text"]
+    record = stored(server, found["applicationId"])
+    confirmation = record["consent"]["bc:confirmation"]
+    assert confirmation["bc:confirmedVia"] == "elicitation (input_required)"
+    assert confirmation["bc:shown"] == " · ".join(shown.splitlines())
+    # personal data are never logged by the MCP server
+    assert IBAN not in server.request_log.read_text() and "1985-04-12" not in (
+        server.request_log.read_text()
+    )
+
+
+def test_over_stdio_a_form_asks_the_person_and_a_no_creates_nothing(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    """2025-11-25 over stdio: elicitation/create (form mode) on the session."""
+    target = stdio_parameters(server, "pfefferminzia", tmp_path / "requests.jsonl")
+    for action, confirm in (("decline", False), ("accept", False), ("cancel", False)):
+        person = Person(action, confirm)
+        seen: dict[str, Any] = {}
+
+        async def refused(client: Client, seen: dict[str, Any] = seen) -> None:
+            offer = await make_offer(client)
+            result = await client.call_tool(
+                "createApplication",
+                {"offerId": offer.structured_content["offer"]["offerId"],
+                 "body": application(offer), "idempotencyKey": "no-1"},
+            )  # fmt: skip
+            seen.update(offer=offer.structured_content["offer"]["offerId"], result=result)
+
+        run(target, refused, "legacy", person)
+        assert len(person.shown) == 1
+        assert seen["result"].is_error and problem_type(seen["result"]) == "confirmation-declined"
+        assert "declined by the person" in seen["result"].content[0].text
+        assert applications_of(server, seen["offer"]) == []  # nothing was created
+    yes = Person()
+    made: dict[str, Any] = {}
+
+    async def accepted(client: Client) -> None:
+        offer = await make_offer(client)
+        result = await follow(client, step(offer, "createApplication"), application(offer))
+        made.update(result.structured_content["application"])
+
+    run(target, accepted, "legacy", yes)
+    assert made["state"] == "accepted" and len(yes.shown) == 1
+    via = stored(server, made["applicationId"])["consent"]["bc:confirmation"]["bc:confirmedVia"]
+    assert via == "elicitation (form)"
+
+
+def test_a_client_that_cannot_ask_gets_a_confirmation_page_then_the_retry_applies(
+    server: ExampleServer,
+) -> None:
+    """2025-11-25 over HTTP without elicitation: the page, the person's yes there, the retry."""
+    state: dict[str, Any] = {}
+
+    async def first(client: Client) -> None:
+        offer = await make_offer(client)
+        body = application(offer)
+        arguments = {"offerId": offer.structured_content["offer"]["offerId"], "body": body,
+                     "idempotencyKey": "page-1"}  # fmt: skip
+        refused = await client.call_tool("createApplication", arguments)
+        assert refused.is_error and problem_type(refused) == "confirmation-required"
+        state.update(arguments=arguments, text=refused.content[0].text)
+        again = await client.call_tool("createApplication", arguments)  # not confirmed yet
+        assert again.is_error and problem_type(again) == "confirmation-required"
+
+    run(server.mcp("pfefferminzia"), first, "legacy", None)
+    page = re.search(r"(http://\S+/omds-ld/confirmations/[\w-]+)", state["text"])
+    assert page, state["text"]
+    assert applications_of(server, state["arguments"]["offerId"]) == []
+    with httpx.Client(timeout=10) as http:
+        shown = http.get(page.group(1))
+        assert shown.status_code == 200 and "1684.88 EUR" in shown.text
+        assert IBAN not in shown.text and shown.headers["x-frame-options"] == "DENY"
+        assert http.post(page.group(1), data={"answer": "confirm"}).status_code == 422  # no name
+        confirmed = http.post(page.group(1), data={"answer": "confirm", "name": "Maria Makler"})
+        assert confirmed.status_code == 200 and "Confirmed by Maria Makler" in confirmed.text
+    made: dict[str, Any] = {}
+
+    async def retry(client: Client) -> None:
+        result = await client.call_tool("createApplication", state["arguments"])
+        assert not result.is_error, result.content[0].text
+        made.update(result.structured_content["application"])
+
+    run(server.mcp("pfefferminzia"), retry, "legacy", None)
+    confirmation = stored(server, made["applicationId"])["consent"]["bc:confirmation"]
+    assert confirmation["bc:confirmedBy"] == "Maria Makler"
+    assert confirmation["bc:confirmedVia"] == "confirmation page"
+    assert len(applications_of(server, state["arguments"]["offerId"])) == 1
+
+
+def test_declined_on_the_page_nothing_is_created_and_the_agent_is_told(
+    server: ExampleServer,
+) -> None:
+    state: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        offer = await make_offer(client)
+        arguments = {"offerId": offer.structured_content["offer"]["offerId"],
+                     "body": application(offer), "idempotencyKey": "page-no"}  # fmt: skip
+        refused = await client.call_tool("createApplication", arguments)
+        page = re.search(r"(http://\S+/omds-ld/confirmations/[\w-]+)", refused.content[0].text)
+        assert page is not None
+        async with httpx.AsyncClient() as http:
+            await http.post(page.group(1), data={"answer": "decline"})
+        told = await client.call_tool("createApplication", arguments)
+        assert told.is_error and problem_type(told) == "confirmation-declined"
+        state["offer"] = arguments["offerId"]
+
+    run(server.mcp("pfefferminzia"), body, "legacy", None)
+    assert applications_of(server, state["offer"]) == []
+
+
+def test_one_key_is_one_application_and_another_key_is_already_applied(
+    server: ExampleServer,
+) -> None:
+    person = Person()
+    state: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        offer = await make_offer(client)
+        apply = step(offer, "createApplication")
+        first = await follow(client, apply, application(offer), idempotencyKey="dup-1")
+        again = await follow(client, apply, application(offer), idempotencyKey="dup-1")
+        assert "Replayed" in again.content[0].text
+        assert (
+            again.structured_content["application"]["applicationId"]
+            == first.structured_content["application"]["applicationId"]
+        )
+        other = await client.call_tool(
+            "createApplication", {**apply["arguments"], "body": application(offer),
+                                  "idempotencyKey": "dup-2"},
+        )  # fmt: skip
+        assert other.is_error and problem_type(other) == "already-applied"
+        step(other, "readApplication")  # the existing one, to read
+        state["offer"] = apply["arguments"]["offerId"]
+
+    run(server.mcp("pfefferminzia"), body, "2026-07-28", person)
+    assert len(applications_of(server, state["offer"])) == 1
+    assert len(person.shown) == 2  # dup-1 once (its retry reuses the yes), dup-2 asked anew
+
+
+def test_consent_to_other_conditions_is_refused_before_anyone_is_asked(
+    server: ExampleServer,
+) -> None:
+    person = Person()
+    state: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        first = await make_offer(client)
+        second = await make_offer(client, include=["vollkasko"])  # other cover, other premium
+        consent = application(first)["bc:consent"]  # consented to the first offer
+        result = await client.call_tool(
+            "createApplication",
+            {"offerId": second.structured_content["offer"]["offerId"],
+             "body": application(second, **{"bc:consent": consent})},
+        )  # fmt: skip
+        assert result.is_error and problem_type(result) == "consent-mismatch"
+        missing = dict(application(second))
+        del missing["bc:consent"]
+        result = await client.call_tool(
+            "createApplication",
+            {"offerId": second.structured_content["offer"]["offerId"], "body": missing},
+        )
+        assert result.is_error and problem_type(result) == "consent-missing"
+        state["offer"] = second.structured_content["offer"]["offerId"]
+
+    run(server.mcp("pfefferminzia"), body, "2026-07-28", person)
+    assert person.shown == []  # nobody was asked to confirm what cannot be applied for
+    assert applications_of(server, state["offer"]) == []
+
+
+def test_personal_data_are_refused_by_field_without_repeating_a_value(
+    server: ExampleServer,
+) -> None:
+    person = Person()
+
+    async def body(client: Client) -> None:
+        offer = await make_offer(client)
+        wrong = application(
+            offer,
+            **{"bc:policyholder": {**application(offer)["bc:policyholder"],
+                                   "p:birthDate": "2015-06-01", "p:postalCode": "A-1010x"},
+               "bc:payment": {"bc:paymentFrequency": "annual",
+                              "bc:paymentMethod": "sepa-direct-debit",
+                              "bc:iban": "AT611904300234573299", "bc:accountHolder": "A B"}},
+        )  # fmt: skip
+        result = await client.call_tool(
+            "createApplication",
+            {"offerId": offer.structured_content["offer"]["offerId"], "body": wrong},
+        )
+        assert result.is_error and problem_type(result) == "personal-data-invalid"
+        text = result.content[0].text
+        for field in ("p:birthDate", "p:postalCode", "bc:iban"):
+            assert field in text, field
+        for value in ("2015-06-01", "A-1010x", "AT611904300234573299"):
+            assert value not in text, value
+        assert "vier Ziffern" in text  # what is admissible, in the insurer's language
+
+    run(server.mcp("pfefferminzia"), body, "2026-07-28", person)
+
+
+def test_the_insurers_decisions_referred_withdrawn_counter_offer_declined(
+    server: ExampleServer,
+) -> None:
+    person = Person()
+
+    async def pfefferminzia(client: Client) -> None:
+        offer = await make_offer(client, EXPENSIVE)
+        referred = await follow(client, step(offer, "createApplication"), application(offer))
+        data = referred.structured_content["application"]
+        assert data["state"] == "referred" and data["decisionBy"] and "60.000" in data["reason"]
+        withdrawn = await follow(client, step(referred, "withdrawApplication"))
+        assert withdrawn.structured_content["application"]["state"] == "withdrawn"
+        again = await client.call_tool("withdrawApplication", step(withdrawn, "readApplication")
+                                       ["arguments"])  # fmt: skip
+        assert not again.is_error  # withdrawing again changes nothing
+        old = await make_offer(client, SKODA_OLD, include=["vollkasko"])
+        partial = await follow(client, step(old, "createApplication"), application(old))
+        counter = partial.structured_content["application"]
+        assert counter["state"] == "counter-offer" and "Vollkasko" in counter["reason"]
+        counter_offer = await follow(client, step(partial, "readOffer"))
+        assert (
+            counter_offer.structured_content["premium"]["gross"]
+            < (old.structured_content["premium"]["gross"])
+        )
+        # the counter-offer needs the customer's consent of its own
+        applied = await follow(
+            client, step(partial, "createApplication"), application(counter_offer)
+        )
+        assert applied.structured_content["application"]["state"] == "accepted"
+
+    run(server.mcp("pfefferminzia"), pfefferminzia, "2026-07-28", person)
+
+    async def angloamerican(client: Client) -> None:
+        offer = await make_offer(client, OLD_TIMBER_HOUSE, product="home-2024")
+        declined = await follow(client, step(offer, "createApplication"), application(offer))
+        data = declined.structured_content["application"]
+        assert data["state"] == "declined" and "timber" in data["reason"]
+        step(declined, "createCalculation")  # what is still admissible: calculate anew
+
+    run(server.mcp("angloamerican"), angloamerican, "2026-07-28", Person())
+
+
+def test_another_brokers_offer_is_not_found(server: ExampleServer, tmp_path: Path) -> None:
+    state: dict[str, Any] = {}
+
+    async def alpha(client: Client) -> None:
+        offer = await make_offer(client)
+        state.update(offer=offer.structured_content["offer"]["offerId"], body=application(offer))
+
+    run(server.mcp("pfefferminzia"), alpha, "2026-07-28", Person())
+    beta = stdio_parameters(
+        server, "pfefferminzia", tmp_path / "requests.jsonl", ["--token", "pf-demo-beta-92d0aa"]
+    )
+    person = Person()
+
+    async def other(client: Client) -> None:
+        result = await client.call_tool(
+            "createApplication", {"offerId": state["offer"], "body": state["body"]}
+        )
+        assert result.is_error and problem_type(result) == "not-found"
+
+    run(beta, other, "legacy", person)
+    assert person.shown == []  # an offer that is not theirs is never put to the person
+
+
+def test_the_insurer_that_keeps_no_draft_says_how_to_apply_there(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "createApplication" not in names and "createOffer" not in names
+        knowledge = await client.call_tool("readProcessKnowledge", {})
+        assert "Maklerportal" in knowledge.content[0].text
+
+    run(server.mcp("disrupto"), body, "2026-07-28", None)
+
+
+def test_binding_tools_are_destructive_and_every_tool_has_a_title(server: ExampleServer) -> None:
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["createApplication"].annotations.destructive_hint is True
+        assert all(t.annotations and t.annotations.title for t in tools.values())
+        assert tools["listApplications"].annotations.read_only_hint is True
+
+    run(server.mcp("pfefferminzia"), body, "2026-07-28", None)

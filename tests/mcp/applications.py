@@ -3,15 +3,26 @@ the customer's consent to it, and the person's answer as an MCP client's elicita
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import httpx
 import mcp_types as types
+import uvicorn
 from mcp import Client
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import follow, step
+from tests.servers import free_port
 
 IBAN = "AT611904300234573201"
 PERSON = {
@@ -81,3 +92,45 @@ class Person:
         self.shown.append(params.message)
         content = {"confirm": self.confirm} if self.action == "accept" else None
         return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def slow_first_application(upstream: str, delay: float) -> Iterator[str]:
+    """A real HTTP proxy in front of the example server that holds the insurer's answer to the
+    first createApplication for ``delay`` seconds: the insurer has acted, the answer comes too
+    late. Yields the proxy's base URL."""
+    held: list[str] = []
+
+    async def forward(request: Request) -> Response:
+        body = await request.body()
+        headers = {
+            k: v for k, v in request.headers.items() if k.lower() not in {"host", "content-length"}
+        }
+        async with httpx.AsyncClient(timeout=30) as http:
+            answer = await http.request(
+                request.method, upstream + request.url.path, params=request.query_params,
+                content=body, headers=headers,
+            )  # fmt: skip
+        if request.method == "POST" and request.url.path.endswith("/applications") and not held:
+            held.append(request.url.path)
+            await asyncio.sleep(delay)
+        drop = {"content-length", "content-encoding", "transfer-encoding", "connection"}
+        return Response(
+            answer.content, answer.status_code,
+            headers={k: v for k, v in answer.headers.items() if k.lower() not in drop},
+        )  # fmt: skip
+
+    app = Starlette(
+        routes=[Route("/{path:path}", forward, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])]
+    )
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

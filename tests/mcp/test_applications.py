@@ -16,7 +16,14 @@ from typing import Any
 import httpx
 from mcp import Client
 
-from tests.mcp.applications import IBAN, OLD_TIMBER_HOUSE, Person, application, make_offer
+from tests.mcp.applications import (
+    IBAN,
+    OLD_TIMBER_HOUSE,
+    Person,
+    application,
+    make_offer,
+    slow_first_application,
+)
 from tests.mcp.clients import follow, stdio_parameters, step
 from tests.servers import ExampleServer
 
@@ -362,3 +369,77 @@ def test_binding_tools_are_destructive_and_every_tool_has_a_title(server: Exampl
         assert tools["listApplications"].annotations.read_only_hint is True
 
     run(server.mcp("pfefferminzia"), body, "2026-07-28", None)
+
+
+def test_an_expired_offer_leads_to_a_new_calculation_from_the_same_case_data(
+    tmp_path: Path,
+) -> None:
+    """The insurers' clock moved past the offer's validity (a restart on the same store)."""
+    from tests.servers import running
+
+    example = ExampleServer(tmp_path / "omds-ld.sqlite3")
+    state: dict[str, Any] = {}
+    with running(example):
+
+        async def offered(client: Client) -> None:
+            offer = await make_offer(client)
+            state.update(offer=offer.structured_content["offer"], body=application(offer))
+
+        run(example.mcp("pfefferminzia"), offered, "2026-07-28", Person())
+    example.extra_args = ["--clock-offset-days", "31"]
+    person = Person()
+    with running(example):
+
+        async def later(client: Client) -> None:
+            read = await client.call_tool("readOffer", {"offerId": state["offer"]["offerId"]})
+            assert read.structured_content["offer"]["expired"] is True
+            assert "createApplication" not in {
+                s["tool"] for s in read.structured_content["nextSteps"]
+            }
+            result = await client.call_tool(
+                "createApplication", {"offerId": state["offer"]["offerId"], "body": state["body"]}
+            )
+            assert result.is_error and problem_type(result) == "offer-expired"
+            again = await follow(client, step(result, "createCalculation"))  # same case data
+            [vehicle] = again.structured_content["riskObjects"]
+            assert vehicle["fields"]["p:make"] == "Skoda"
+            priced = await follow(client, step(again, "calculatePremium"))
+            assert priced.structured_content["premium"]["gross"] == 1684.88
+
+        run(example.mcp("pfefferminzia"), later, "2026-07-28", person)
+    assert person.shown == []
+    assert applications_of(example, state["offer"]["offerId"]) == []
+
+
+def test_a_timeout_after_the_insurer_accepted_is_reconciled_never_applied_twice(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    """The insurer accepts, its answer is held past the MCP server's timeout: the call fails
+    as temporary, listApplications already finds the application, the retry with the same key
+    is the insurer's replay, and there is exactly one application."""
+    person = Person()
+    state: dict[str, Any] = {}
+    with slow_first_application(server.url, delay=3.0) as proxy:
+        target = stdio_parameters(
+            server, "pfefferminzia", tmp_path / "requests.jsonl", ["--timeout-seconds", "1"]
+        )
+        target.args[target.args.index("--api") + 1] = proxy + "/omds-ld/insurers/pfefferminzia/api"
+
+        async def body(client: Client) -> None:
+            offer = await make_offer(client)
+            arguments = {"offerId": offer.structured_content["offer"]["offerId"],
+                         "body": application(offer), "idempotencyKey": "lost-1"}  # fmt: skip
+            lost = await client.call_tool("createApplication", arguments)
+            assert lost.is_error and problem_type(lost) == "insurer-timeout", lost.content[0].text
+            listed = await client.call_tool("listApplications", {"offerId": arguments["offerId"]})
+            assert [a["state"] for a in listed.structured_content["applications"]] == ["accepted"]
+            retried = await client.call_tool("createApplication", arguments)
+            assert not retried.is_error, retried.content[0].text
+            assert retried.structured_content["provenance"].get("replayed")
+            state.update(offer=arguments["offerId"], retried=retried.structured_content)
+
+        run(target, body, "legacy", person)
+    assert len(applications_of(server, state["offer"])) == 1
+    assert len(person.shown) == 1  # the retry carries the same yes: the person is not asked again
+    [(application_id, _)] = applications_of(server, state["offer"])
+    assert state["retried"]["application"]["applicationId"] == application_id

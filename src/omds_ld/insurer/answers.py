@@ -397,9 +397,12 @@ class Answers:
             body["bc:offer"] = offer_iri(self.insurer, case.offer_id)
         return self.envelope("bc:BusinessCase", body, self.case_steps(product, case, report))
 
-    def offer(self, offer: Offer, applicable: bool = False) -> dict[str, Any]:
+    def offer(
+        self, offer: Offer, applicable: bool = False, expired: bool = False
+    ) -> dict[str, Any]:
         """A binding offer, with the digest a consent names; ``applicable``: an application can
-        be made for it now (the insurer takes them, it is valid, none holds it)."""
+        be made for it now (the insurer takes them, it is valid, none holds it); ``expired``:
+        its validity has passed, and a new calculation from its case data is offered."""
         record = offer.record
         iri = offer_iri(self.insurer, offer.offer_id)
         body = {
@@ -417,6 +420,9 @@ class Answers:
         steps = []
         if applicable:
             steps.append(self.step("createApplication", iri, params, APPLICATION_SHAPES))
+        if expired:
+            body["bc:expired"] = True
+            steps += self.recalculate_steps(offer)[:1]
         steps.append(self.step("readOffer", iri, params))
         if self.insurer.applications is not None:
             steps.append(self.step("listApplications", iri, params))

@@ -126,9 +126,14 @@ class ApplicationDesk:
                 next_steps=self._offer_steps(offer),
             )
 
+    def offer_answer(self, offer: Offer) -> dict[str, Any]:
+        """The offer as it stands now: whether it can be applied for, whether it expired."""
+        lapsed = expired(str(offer.record["validUntil"]), self.service.clock())
+        return self.answers.offer(offer, self.applicable(offer), lapsed)
+
     def _offer_steps(self, offer: Offer) -> list[dict[str, Any]]:
         """Still admissible after a refused application: the offer as it stands."""
-        return list(self.answers.offer(offer, self.applicable(offer))["bc:nextStep"])
+        return list(self.offer_answer(offer)["bc:nextStep"])
 
     def _check_consent(self, offer: Offer, body: Mapping[str, Any], now: dt.datetime) -> None:
         consent = body.get("bc:consent")

@@ -492,9 +492,7 @@ class InsurerService:
                 "edit-conflict", "the business case changed meanwhile; read it and try again"
             ) from None
         location = self.answers.step("readOffer", "", {"offerId": offer_id})["bc:href"]
-        return Answer(
-            201, self.answers.offer(offer, self.desk.applicable(offer)), {"Location": location}
-        )
+        return Answer(201, self.desk.offer_answer(offer), {"Location": location})
 
     @property
     def offer_validity(self) -> dt.timedelta:
@@ -510,7 +508,7 @@ class InsurerService:
                 f"there is no offer {params['offerId']!r} for you at {self.insurer.display_name}",
                 next_steps=self.answers.entry_steps(),
             )
-        return Answer(200, self.answers.offer(offer, self.desk.applicable(offer)))
+        return Answer(200, self.desk.offer_answer(offer))
 
     # applications: binding the customer to an offer (omds_ld.insurer.desk)
 

@@ -796,7 +796,9 @@ def _offer(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         f"<{answer.get('bc:offerFor')}>, {validity}"
     )
     digest = answer.get("bc:offerDigest")
-    if digest:
+    if answer.get("bc:expired"):
+        w.line("Expired: the offer binds the insurer no longer; calculate again (next steps)")
+    elif digest:
         w.line(f"Offer digest (the customer's consent names it): {digest}")
     w.data["offer"] = {
         "iri": answer.get("@id"),
@@ -806,6 +808,7 @@ def _offer(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         "validUntil": answer.get("bc:validUntil"),
         "validDays": days,
         **({"digest": digest} if digest else {}),
+        **({"expired": True} if answer.get("bc:expired") else {}),
     }
     w.premium(answer.get("bc:premium"))
     return set()

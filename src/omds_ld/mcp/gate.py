@@ -149,6 +149,17 @@ class Gate:
         offer = await self._offer(str(arguments["offerId"]))
         body = arguments.get("body") or {}
         consent = body.get("bc:consent") or {}
+        if offer.get("bc:expired"):
+            raise Refusal(
+                self.problem(
+                    "offer-expired",
+                    f"the offer was valid until {offer.get('bc:validUntil')}; it binds "
+                    f"{self.display_name} no longer. Calculate again from the same case data "
+                    "(the next step), make a new offer and ask the customer to consent; "
+                    "nothing was asked of the person or sent to the insurer",
+                    **{"bc:nextStep": list(offer.get("bc:nextStep") or [])},
+                )
+            )
         if not consent:
             raise Refusal(
                 self.problem(
@@ -204,6 +215,10 @@ class Gate:
                 f"Payment: {en_freq}, {en_method}{account}",
             ),
             self._line(f"Versicherungsbeginn: {start}", f"Start: {start}"),
+            self._line(
+                f"Angebot gültig bis {offer.get('bc:validUntil')}",
+                f"Offer valid until {offer.get('bc:validUntil')}",
+            ),
             self._line(
                 f"Zustimmung des Kunden: {by} ({how}, {at})",
                 f"The customer's consent: {by} ({how}, {at})",

@@ -13,7 +13,7 @@ import pytest
 
 from omds_ld.scenarios.agents.reference import ReferenceAgent
 from omds_ld.scenarios.grader import grade
-from omds_ld.scenarios.protocol import FINAL, RUN_END, TOOL_CALL, read_protocol
+from omds_ld.scenarios.protocol import FINAL, PERSON, RUN_END, TOOL_CALL, read_protocol
 from omds_ld.scenarios.runner import run_once
 from omds_ld.scenarios.scenario import builtin_scenarios, load_scenario
 from tests.servers import ExampleServer
@@ -88,6 +88,29 @@ def invented_premium(p: Protocol) -> int:
     return line
 
 
+def application_without_yes(p: Protocol) -> int:
+    """An application made (an answer gave one) though the person was never asked."""
+    line = line_of(p, TOOL_CALL, "calculatePremium")
+    offered = p[line - 1]["mcp.tool.result"]["structuredContent"]["nextSteps"]
+    offered.append({"tool": "createApplication", "target": "https://pfefferminzia.example/offers/o1",
+                    "arguments": {"offerId": "o1"}})  # fmt: skip
+    call = copy.deepcopy(p[line - 1])
+    call["gen_ai.tool.name"] = "createApplication"
+    call["gen_ai.tool.call.arguments"] = {"offerId": "o1"}
+    call["mcp.tool.result"]["structuredContent"] = {
+        "application": {"applicationId": "a1", "state": "accepted", "policyNumber": "PFM-1"},
+        "nextSteps": [],
+    }
+    p.insert(line, call)
+    return line + 1
+
+
+def application_not_made(p: Protocol) -> int:
+    """The task asks for an accepted application; none was made."""
+    p[0]["scenario"]["expected"]["application"] = "accepted"
+    return 0
+
+
 VIOLATIONS: dict[str, Callable[[Protocol], int]] = {
     "premium": no_conforming_premium,
     "offered": unoffered_edit,
@@ -96,6 +119,8 @@ VIOLATIONS: dict[str, Callable[[Protocol], int]] = {
     "stated": premium_left_out,
     "budget": over_budget,
     "invented": invented_premium,
+    "confirmed": application_without_yes,
+    "application": application_not_made,
 }
 
 
@@ -221,3 +246,36 @@ def test_a_refused_value_changed_on_the_agents_own_account_fails(
     outcome = grade(protocol).criteria[0]
     assert not outcome.passed and "1970" in outcome.reason
     assert outcome.evidence == (refused, refused + 1)
+
+
+@pytest.fixture(scope="module")
+def applied(server: ExampleServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Protocol]:
+    """Real runs of the shipped application scenarios: confirmed, and declined by the person."""
+    out = Path(tmp_path_factory.mktemp("applications"))
+    runs = {}
+    for name in ("pfefferminzia-application", "pfefferminzia-application-declined"):
+        path = next(p for p in builtin_scenarios() if p.stem == name)
+        record = asyncio.run(run_once(load_scenario(path), ReferenceAgent(), server.url, out, 1))
+        runs[name] = read_protocol(record.protocol)
+    return runs
+
+
+def test_an_application_made_without_the_persons_yes_fails_the_grade(
+    applied: dict[str, Protocol],
+) -> None:
+    confirmed = applied["pfefferminzia-application"]
+    assert grade(confirmed).passed, [c for c in grade(confirmed).criteria if not c.passed]
+    unasked = [e for e in json.loads(json.dumps(confirmed)) if e["event"] != PERSON]
+    failed = [c.name for c in grade(unasked).criteria if not c.passed]
+    assert failed == ["confirmed"]
+
+
+def test_a_declined_confirmation_passes_and_an_application_despite_it_fails(
+    applied: dict[str, Protocol],
+) -> None:
+    declined = applied["pfefferminzia-application-declined"]
+    assert grade(declined).passed, [c for c in grade(declined).criteria if not c.passed]
+    despite = json.loads(json.dumps(declined))
+    application_without_yes(despite)
+    failed = {c.name for c in grade(despite).criteria if not c.passed}
+    assert failed == {"confirmed", "application"}

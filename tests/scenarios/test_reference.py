@@ -42,6 +42,9 @@ def test_the_shipped_scenarios_cover_the_required_cases() -> None:
     assert any(len(s.objects) > 1 for s in loaded), "several risk objects in one task"
     assert any(len(s.per_server) > 1 for s in loaded), "one cover named differently at each"
     assert {s.outcome for s in loaded} == {"premium", "refused", "not offered"}, "a correct no"
+    applications = {s.servers[0]: s for s in loaded if s.application_outcome == "accepted"}
+    assert {"pfefferminzia", "angloamerican"} <= set(applications), "an application at each"
+    assert any(s.application_outcome == "none" and s.person == "decline" for s in loaded)
     assert all(s.budget.tool_calls for s in loaded)
 
 
@@ -110,6 +113,6 @@ def test_demo_prints_each_step_and_the_premium() -> None:
     for expected in (
         "listProducts", "createCalculation · https://pfefferminzia.example/products/kraftfahrt-2025",
         "createRiskObject", "premium 1684.88 EUR", "readDefaultInstance", "inquireTariff",
-        "premium 1327.06 EUR", "Grade: passes all 7 criteria",
+        "premium 1327.06 EUR", "Grade: passes all 9 criteria",
     ):  # fmt: skip
         assert expected in out, expected

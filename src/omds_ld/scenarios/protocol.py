@@ -14,6 +14,9 @@ TOOLS_LIST = "mcp.tools.list"
 MODEL_CALL = "gen_ai.client.inference"
 TOOL_CALL = "mcp.tool.call"
 FINAL = "gen_ai.final_answer"
+# the person using the client answered a confirmation of a binding call: answer (confirm,
+# decline), via (the confirmation page, an elicitation, the chat page), what they were shown
+PERSON = "person.confirmation"
 RUN_END = "run.end"
 
 

@@ -76,7 +76,10 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
                 for a in scenario.says
             ],
             "refused": scenario.refused_field,
+            "application": scenario.application_outcome,
         },
+        "application": dict(scenario.application),
+        "person": scenario.person,
         "assumptions": [
             {"name": a.name, "wordings": {k: list(v) for k, v in a.wordings.items()}}
             for a in scenario.assumptions
@@ -177,7 +180,7 @@ async def run_once(
                 ]
                 writer.write(TOOLS_LIST, **{"mcp.server": server, "tools": tools[server]})
                 clients[server] = client
-            session = RunSession(clients, writer, scenario.budget)
+            session = RunSession(clients, writer, scenario.budget, person=scenario.person)
             session.tools = tools
             final = await asyncio.wait_for(
                 agent.run(scenario, session), timeout=scenario.budget.seconds

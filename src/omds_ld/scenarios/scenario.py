@@ -77,6 +77,15 @@ class Scenario:
     # the tool calls the reference agent needs for the task, by next steps alone: the baseline
     # a model's calls are measured against (found at run time; None where not measured)
     minimum_calls: int | None = None
+    # the application the task asks for after the offer: the customer's data (policyholder,
+    # payment, startDate, consent: by and method), by the norm's terms (for the reference agent)
+    application: Mapping[str, Any] = field(default_factory=dict)
+    # how the person using the client answers a confirmation: confirm, decline, or None (nobody
+    # answers: a binding call stays unconfirmed)
+    person: str | None = None
+    # the application's expected state (accepted, referred, declined, counter-offer), or "none":
+    # nothing may be applied for (the person declined)
+    application_outcome: str | None = None
 
     def settings_for(self, server: str) -> Mapping[str, Any]:
         return {**self.settings, **self.per_server.get(server, {}).get("set", {})}
@@ -93,6 +102,8 @@ class Scenario:
 
 
 OUTCOMES = ("premium", "refused", "not offered")
+APPLICATION_OUTCOMES = ("accepted", "referred", "declined", "counter-offer", "none")
+PERSON_ANSWERS = ("confirm", "decline")
 
 
 def premium_key(server: str, risk_object: str = "") -> str:
@@ -116,6 +127,12 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
     outcome = str(expected.get("outcome", "premium"))
     if outcome not in OUTCOMES:
         raise ValueError(f"{raw.get('id')}: expected outcome is one of {', '.join(OUTCOMES)}")
+    if expected.get("application") not in (None, *APPLICATION_OUTCOMES):
+        raise ValueError(
+            f"{raw.get('id')}: expected application is one of {', '.join(APPLICATION_OUTCOMES)}"
+        )
+    if raw.get("person") not in (None, *PERSON_ANSWERS):
+        raise ValueError(f"{raw.get('id')}: person is one of {', '.join(PERSON_ANSWERS)}")
     inquire = "inquire" in (expected.get("premium"), expected.get("premiums"))
     if inquire or outcome != "premium":
         premiums: dict[str, Decimal] = {}
@@ -149,6 +166,9 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         says=_named(expected.get("says")),
         refused_field=expected.get("refused"),
         minimum_calls=raw.get("minimum_calls"),
+        application=dict(raw.get("application") or {}),
+        person=raw.get("person"),
+        application_outcome=expected.get("application"),
     )
 
 

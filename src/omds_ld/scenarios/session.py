@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import html
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+import httpx
 from mcp import Client
 
 from omds_ld.scenarios.grader import inadmissible
-from omds_ld.scenarios.protocol import MODEL_CALL, TOOL_CALL
+from omds_ld.scenarios.protocol import MODEL_CALL, PERSON, TOOL_CALL
 from omds_ld.scenarios.scenario import Budget
 
 
@@ -19,6 +22,20 @@ class BudgetExceeded(Exception):
 
 class AgentGaveUp(Exception):
     """The agent found no way on."""
+
+
+CONFIRMATION_PAGE = re.compile(r"(https?://\S+/omds-ld/confirmations/[\w-]+)")
+
+
+def confirmation_page(result: Any) -> str | None:
+    """The confirmation page a refused binding call names (confirmation-required), if any."""
+    if not result.is_error:
+        return None
+    problem = (result.structured_content or {}).get("problem") or {}
+    if not str(problem.get("type", "")).endswith("/confirmation-required"):
+        return None
+    found = CONFIRMATION_PAGE.search(result_text(result))
+    return found.group(1) if found else None
 
 
 def result_text(result: Any) -> str:
@@ -37,8 +54,17 @@ class Recorder(Protocol):
 class RunSession:
     """The tools of the scenario's servers, called through the real MCP client."""
 
-    def __init__(self, clients: Mapping[str, Client], writer: Recorder, budget: Budget) -> None:
+    def __init__(
+        self,
+        clients: Mapping[str, Client],
+        writer: Recorder,
+        budget: Budget,
+        person: str | None = None,
+    ) -> None:
         self.clients = dict(clients)
+        # how the person using the client answers a confirmation page (confirm, decline), or
+        # None: nobody answers
+        self.person = person
         self.writer = writer
         self.budget = budget
         self.tools: dict[str, list[dict[str, Any]]] = {}
@@ -82,7 +108,27 @@ class RunSession:
                 **({"inadmissible": kind} if kind else {}),
             },
         )
+        page = confirmation_page(result)
+        if page and self.person:
+            await self._answer(page)
         return result
+
+    async def _answer(self, page: str) -> None:
+        """The person opens the confirmation page, reads it and answers as the scenario says;
+        the answer goes into the protocol."""
+        async with httpx.AsyncClient(timeout=30) as http:
+            shown = await http.get(page)
+            form = {"answer": str(self.person), "name": "the scenario's person"}
+            answered = await http.post(page, data=form)
+        found = re.search(r"<pre>(.*?)</pre>", shown.text, re.S)
+        self.writer.write(
+            PERSON,
+            answer=self.person,
+            via="confirmation page",
+            url=page,
+            shown=html.unescape(found.group(1)) if found else "",
+            status=answered.status_code,
+        )
 
     def model_call(
         self,

@@ -3,6 +3,8 @@ they expect from the scenario's facts. The deterministic baseline of every scena
 
 from __future__ import annotations
 
+import datetime as dt
+import uuid
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -291,7 +293,51 @@ class ReferenceAgent:
         offer = (made.structured_content or {}).get("offer") or {}
         if made.is_error or not offer:
             raise AgentGaveUp(f"{server}: the offer was refused")
-        return f"{offer['offerId']} (valid until {offer.get('validUntil')})"
+        said = f"{offer['offerId']} (valid until {offer.get('validUntil')})"
+        if scenario.application:
+            said += "\n" + await self._apply(server, made, scenario, session)
+        return said
+
+    async def _apply(self, server: str, made: Any, scenario: Scenario, session: RunSession) -> str:
+        """The application the task asks for, with the customer's consent to this offer's
+        digest; a call the person must confirm first is made again once (they answered)."""
+        step = _step(made, "createApplication")
+        if step is None:
+            raise AgentGaveUp(f"{server}: no step applies for the offer")
+        facts = scenario.application
+        consent = facts.get("consent") or {}
+        start = str(facts.get("startDate", "today"))
+        body = {
+            "bc:policyholder": dict(facts["policyholder"]),
+            "bc:payment": dict(facts["payment"]),
+            "bc:startDate": dt.date.today().isoformat() if start == "today" else start,
+            "bc:consent": {
+                "bc:consentedBy": consent.get("by", ""),
+                "bc:consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "bc:consentMethod": consent.get("method", "in-person"),
+                "bc:offerDigest": made.structured_content["offer"].get("digest"),
+            },
+        }
+        arguments = {**self._arguments(step, body), "idempotencyKey": uuid.uuid4().hex}
+        for _ in range(2):
+            applied = await session.call(server, step["tool"], arguments)
+            problem = ((applied.structured_content or {}).get("problem") or {}).get("type", "")
+            if not applied.is_error:
+                break
+            if str(problem).endswith("/confirmation-declined"):
+                return (
+                    "No application was made: the person declined / Kein Antrag gestellt: "
+                    "die Person hat nicht bestätigt."
+                )
+            if not str(problem).endswith("/confirmation-required"):
+                raise AgentGaveUp(f"{server}: the application was refused: {result_text(applied)}")
+        else:
+            return "No application was made: nobody confirmed / Kein Antrag: niemand bestätigte."
+        application = applied.structured_content["application"]
+        number = application.get("policyNumber")
+        return f"Application / Antrag {application['applicationId']}: {application['state']}" + (
+            f", policy number / Polizzennummer {number}" if number else ""
+        )
 
     @staticmethod
     def _arguments(step: Mapping[str, Any], body: Any) -> dict[str, Any]:

@@ -35,10 +35,10 @@ from starlette.staticfiles import StaticFiles
 
 from omds_ld.chat.conversations import MAX_BYTES, MAX_EVENTS, Conversations, owner_of
 from omds_ld.chat.login import BearerAuth, LoginFailed, Logins
-from omds_ld.chat.worker import TURN_BUDGET, TURN_END, USER, Workers, mcp_http
+from omds_ld.chat.worker import ASKED, TURN_BUDGET, TURN_END, USER, Workers, mcp_http
 from omds_ld.scenarios.agents.models import INSTRUCTION, ModelAgent
 from omds_ld.scenarios.grader import grade
-from omds_ld.scenarios.protocol import MODEL_CALL, RUN_END, RUN_START, TOOL_CALL, now
+from omds_ld.scenarios.protocol import MODEL_CALL, PERSON, RUN_END, RUN_START, TOOL_CALL, now
 from omds_ld.serving import BodyLimit
 
 COOKIE = "omds_ld_chat"
@@ -119,6 +119,7 @@ class ChatPage:
             route(api + "/{cid}", self.read, ["GET", "DELETE"]),
             route(api + "/{cid}/calls", self.call, ["POST"]),
             route(api + "/{cid}/messages", self.say, ["POST"]),
+            route(api + "/{cid}/confirmations", self.confirm, ["POST"]),
             route(api + "/{cid}/events", self.stream, ["GET"]),
             route(api + "/{cid}/grade", self.grade, ["POST"]),
             route("/chat/login", self.login, ["GET"]),
@@ -401,6 +402,27 @@ class ChatPage:
         except Exception as error:  # the MCP server could not be reached, or refused
             return self._refused(502, f"{server}'s MCP server: {refusal_text(error)}")
         return JSONResponse(event)
+
+    async def confirm(self, request: Request) -> Response:
+        """The person's answer to a binding call's confirmation, given on this page: only to a
+        question this conversation was asked (its page's address is in its events)."""
+        own = await self._changing(request, logged_in=True)
+        if isinstance(own, Response):
+            return own
+        url, answer = own.payload.get("url"), own.payload.get("answer")
+        if answer not in ("confirm", "decline") or not isinstance(url, str):
+            return self._refused(422, "answer is confirm or decline; url the confirmation's")
+        events = await self._events(own.cid, own.owner) or []
+        asked = [e for e in events if e.get("event") == ASKED and e.get("url") == url]
+        by_hand = [e for e in events if (e.get("confirmation") or {}).get("url") == url]
+        if not asked and not by_hand:
+            return self._refused(404, "this conversation was asked no such confirmation")
+        if any(e.get("event") == PERSON and e.get("url") == url for e in events):
+            return self._refused(409, "this confirmation was answered already")
+        event = await self.workers.answer(
+            own.cid, own.owner, url, answer, None if asked else by_hand[-1]
+        )
+        return JSONResponse(event) if event is not None else JSONResponse({}, 202)
 
     async def say(self, request: Request) -> Response:
         """The user's message to the model; the answer comes as the conversation's events."""

@@ -23,13 +23,24 @@ from mcp.client.streamable_http import streamable_http_client
 
 from omds_ld.chat.conversations import ConversationFull, Conversations
 from omds_ld.scenarios.agents.models import ModelAgent
-from omds_ld.scenarios.protocol import FINAL, MODEL_CALL, TOOL_CALL, TOOLS_LIST, now
+from omds_ld.scenarios.protocol import FINAL, MODEL_CALL, PERSON, TOOL_CALL, TOOLS_LIST, now
 from omds_ld.scenarios.scenario import Budget
-from omds_ld.scenarios.session import AgentGaveUp, BudgetExceeded, RunSession, result_text
+from omds_ld.scenarios.session import (
+    AgentGaveUp,
+    BudgetExceeded,
+    RunSession,
+    answer_confirmation,
+    confirmation_page,
+    read_confirmation,
+    result_text,
+)
 
 log = logging.getLogger("omds_ld.chat")
 USER = "gen_ai.user.message"
 TURN_END = "chat.turn.end"
+# a binding call waits for the person: what the confirmation shows, and where it is answered
+ASKED = "chat.confirmation.asked"
+ASK_SECONDS = 600.0  # how long a question waits for the person before the call goes on unanswered
 # What one turn of the model may spend before it is stopped (the page says so when it happens)
 TURN_BUDGET = Budget(tool_calls=40, tokens=400_000, cost=2.0, seconds=600)
 
@@ -120,6 +131,8 @@ class Workers:
         # the text of the model call under way, as it is streamed: (which call, text so far);
         # never stored (the call's event keeps the whole text), only shown while it comes
         self._partial: dict[str, tuple[int, str]] = {}
+        # questions to the person a model's call waits on: (conversation, page) → their answer
+        self._asked: dict[tuple[str, str], asyncio.Future[str | None]] = {}
 
     # streaming: who waits for a conversation's next event
 
@@ -167,6 +180,39 @@ class Workers:
         worker.pending += 1
         worker.queue.put_nowait(_Call(server, tool, arguments, done))
         return await done
+
+    async def ask_person(self, writer: ConversationWriter, page: str, shown: str) -> str | None:
+        """A model's binding call waits here: the page shows the question (an event) and the
+        person's answer comes through ``answer``; None if it does not come in time."""
+        asked: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._asked[(writer.cid, page)] = asked
+        writer.write(ASKED, url=page, shown=shown)
+        try:
+            return await asyncio.wait_for(asked, ASK_SECONDS)
+        except TimeoutError:
+            return None
+        finally:
+            self._asked.pop((writer.cid, page), None)
+
+    async def answer(
+        self, cid: str, owner: str, page: str, answer: str, call: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The person's answer to a confirmation: to the model's call waiting on it, or to the
+        page of a call made by hand (then the call is made again, by hand: its event)."""
+        waiting = self._asked.get((cid, page))
+        if waiting is not None and not waiting.done():
+            waiting.set_result(answer)
+            return None
+        if call is None:
+            return None
+        writer = ConversationWriter(
+            self.conversations, cid, owner, lambda e: self._recorded(cid, e)
+        )
+        status = await answer_confirmation(page, answer, owner)
+        shown = (call.get("confirmation") or {}).get("shown", "")
+        writer.write(PERSON, answer=answer, via="chat page", url=page, shown=shown, status=status)
+        return await self.call(cid, owner, call["mcp.server"], call["gen_ai.tool.name"],
+                               call["gen_ai.tool.call.arguments"])  # fmt: skip
 
     def say(self, cid: str, owner: str, text: str) -> None:
         """The user's message to the model; the turn runs in the background, streamed."""
@@ -259,6 +305,11 @@ class Workers:
         except Exception as error:
             job.done.set_exception(error)
             return
+        page = confirmation_page(result)
+        # a binding call by hand: the page shows the person what it binds to, to answer there
+        asked = (
+            {"confirmation": {"url": page, "shown": await read_confirmation(page)}} if page else {}
+        )
         event = writer.write(
             TOOL_CALL,
             **{
@@ -267,6 +318,7 @@ class Workers:
                 "mcp.tool.result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
                 "text": result_text(result), "is_error": bool(result.is_error),
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2), "by_hand": True,
+                **asked,
             },
         )  # fmt: skip
         job.done.set_result(event)
@@ -289,7 +341,11 @@ class Workers:
         before = list(history)
         self.agent.add_user(history, job.text)
         try:
-            session = RunSession({s: await client(s) for s in self.mcp_urls}, writer, TURN_BUDGET)
+            session = RunSession(
+                {s: await client(s) for s in self.mcp_urls}, writer, TURN_BUDGET,
+                person=lambda page, shown: self.ask_person(writer, page, shown),
+                person_name=worker.owner, via="chat page",
+            )  # fmt: skip
             for server in self.mcp_urls:
                 listed = await (await client(server)).list_tools()
                 session.tools[server] = [

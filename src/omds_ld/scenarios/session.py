@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import httpx
@@ -45,6 +45,25 @@ def result_text(result: Any) -> str:
     )
 
 
+# how a person answers a confirmation: (the page, what it shows) → confirm, decline or None
+Answerer = Callable[[str, str], Awaitable[str | None]]
+
+
+async def read_confirmation(page: str) -> str:
+    """What a confirmation page shows the person (the text the MCP server put to them)."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        shown = await http.get(page)
+    found = re.search(r"<pre>(.*?)</pre>", shown.text, re.S)
+    return html.unescape(found.group(1)) if found else ""
+
+
+async def answer_confirmation(page: str, answer: str, name: str) -> int:
+    """The person's answer on the confirmation page; its HTTP status."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        answered = await http.post(page, data={"answer": answer, "name": name})
+    return answered.status_code
+
+
 class Recorder(Protocol):
     """Where a run's events go: a protocol file, or a chat page's conversation."""
 
@@ -59,12 +78,16 @@ class RunSession:
         clients: Mapping[str, Client],
         writer: Recorder,
         budget: Budget,
-        person: str | None = None,
+        person: str | Answerer | None = None,
+        person_name: str = "the scenario's person",
+        via: str = "confirmation page",
     ) -> None:
         self.clients = dict(clients)
-        # how the person using the client answers a confirmation page (confirm, decline), or
-        # None: nobody answers
+        # how the person using the client answers a confirmation: always the same (confirm,
+        # decline: a scenario's script), asked (the chat page), or None: nobody answers
         self.person = person
+        self.person_name = person_name
+        self.via = via
         self.writer = writer
         self.budget = budget
         self.tools: dict[str, list[dict[str, Any]]] = {}
@@ -84,7 +107,16 @@ class RunSession:
             raise BudgetExceeded(f"cost {self.cost:.4f}, over {self.budget.cost}")
 
     async def call(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Any:
-        """Call a tool at a server; the call and its raw result go into the protocol first."""
+        """Call a tool at a server; the call and its raw result go into the protocol first. A
+        binding call the person must confirm first is put to them (where someone answers) and,
+        once they answered, made again: its second result is the one returned."""
+        result = await self._call(server, tool, arguments)
+        page = confirmation_page(result)
+        if page and self.person and await self._answer(page):
+            result = await self._call(server, tool, arguments)
+        return result
+
+    async def _call(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Any:
         self._check()
         if self.tool_calls >= self.budget.tool_calls:
             raise BudgetExceeded(f"more than {self.budget.tool_calls} tool calls")
@@ -108,27 +140,21 @@ class RunSession:
                 **({"inadmissible": kind} if kind else {}),
             },
         )
-        page = confirmation_page(result)
-        if page and self.person:
-            await self._answer(page)
         return result
 
-    async def _answer(self, page: str) -> None:
-        """The person opens the confirmation page, reads it and answers as the scenario says;
-        the answer goes into the protocol."""
-        async with httpx.AsyncClient(timeout=30) as http:
-            shown = await http.get(page)
-            form = {"answer": str(self.person), "name": "the scenario's person"}
-            answered = await http.post(page, data=form)
-        found = re.search(r"<pre>(.*?)</pre>", shown.text, re.S)
-        self.writer.write(
-            PERSON,
-            answer=self.person,
-            via="confirmation page",
-            url=page,
-            shown=html.unescape(found.group(1)) if found else "",
-            status=answered.status_code,
+    async def _answer(self, page: str) -> bool:
+        """The person reads what the confirmation page shows and answers (as scripted, or as
+        asked); the answer goes to the page and into the protocol. False: nobody answered."""
+        shown = await read_confirmation(page)
+        person = self.person
+        answer = (
+            person if isinstance(person, str) else await person(page, shown) if person else None
         )
+        if answer not in ("confirm", "decline"):
+            return False
+        status = await answer_confirmation(page, answer, self.person_name)
+        self.writer.write(PERSON, answer=answer, via=self.via, url=page, shown=shown, status=status)
+        return True
 
     def model_call(
         self,

@@ -18,7 +18,9 @@ const TEXT = german
       tokensIn: "Token ein", tokensOut: "aus", passed: "bestanden", failed: "nicht bestanden",
       stopped: "Abgebrochen", login: "Als Makler anmelden", logout: "Abmelden",
       delete: "Dieses Gespräch löschen",
-      broker: "Angemeldet als", mustLogIn: "Die MCP-Server verlangen einen Makler: bitte anmelden." }
+      broker: "Angemeldet als", mustLogIn: "Die MCP-Server verlangen einen Makler: bitte anmelden.",
+      confirmTitle: "Bitte bestätigen: das bindet den Kunden", confirm: "Bestätigen", decline: "Ablehnen",
+      confirmed: "Sie haben bestätigt", declined: "Sie haben abgelehnt" }
   : { title: "The insurers' MCP servers", send: "Call", next: "Next steps",
       hand: "Follow the next steps by hand: choose a tool, or a next step of an answer.",
       chat: "Give the model a task, or follow the next steps by hand.",
@@ -33,7 +35,9 @@ const TEXT = german
       tokensIn: "tokens in", tokensOut: "out", passed: "passed", failed: "not passed",
       stopped: "Stopped", login: "Log in as a broker", logout: "Log out",
       delete: "Delete this conversation",
-      broker: "Logged in as", mustLogIn: "The MCP servers want a broker: please log in." };
+      broker: "Logged in as", mustLogIn: "The MCP servers want a broker: please log in.",
+      confirmTitle: "Please confirm: this binds the customer", confirm: "Confirm", decline: "Decline",
+      confirmed: "You confirmed", declined: "You declined" };
 document.documentElement.lang = german ? "de" : "en";
 // a premium's period in words ("per year" / "pro Jahr"), as the MCP server gives it
 const per = (premium) => (premium.per ? premium.per[german ? "de" : "en"] : `(${premium.period})`);
@@ -106,6 +110,25 @@ async function callByHand(server, tool, argumentsOut) {
   });
   if (answer.status === 200) render(answer.body);
   else render({ "mcp.server": server, "gen_ai.tool.name": tool, is_error: true, text: answer.body.detail });
+}
+
+function confirmationArticle(url, shown) {
+  // a binding call waits for the person: what it binds to, and their yes or no
+  const article = element("article", { class: "confirmation", role: "alertdialog" });
+  article.append(element("h3", {}, TEXT.confirmTitle));
+  article.append(element("pre", { class: "shown" }, shown));
+  for (const [answer, label] of [["confirm", TEXT.confirm], ["decline", TEXT.decline]]) {
+    const button = element("button", { type: "button", "data-answer": answer }, label);
+    button.addEventListener("click", async () => {
+      for (const b of article.querySelectorAll("button")) b.disabled = true;
+      const reply = await api(`/chat/api/conversations/${state.conversation}/confirmations`, {
+        method: "POST", body: JSON.stringify({ url, answer }),
+      });
+      if (reply.status === 200) render(reply.body);  // the call by hand, made again
+    });
+    article.append(button);
+  }
+  return article;
 }
 
 function add(article) {
@@ -216,6 +239,15 @@ function render(event) {
     case "mcp.tool.call":
       state.turn.push(event);
       add(toolArticle(event));
+      if (event.confirmation) add(confirmationArticle(event.confirmation.url, event.confirmation.shown));
+      break;
+    case "chat.confirmation.asked":
+      add(confirmationArticle(event.url, event.shown));
+      break;
+    case "person.confirmation":
+      for (const box of document.querySelectorAll("#log article.confirmation button")) box.disabled = true;
+      add(element("article", { class: "person" },
+        `${event.answer === "confirm" ? TEXT.confirmed : TEXT.declined} (${event.via})`));
       break;
     case "gen_ai.final_answer": {
       const article = element("article", { class: "final" });

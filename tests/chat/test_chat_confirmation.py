@@ -1,0 +1,100 @@
+"""On the chat page a binding call waits for the person: by hand, the answer shows what the
+call binds to and the person confirms or declines it there; the call is made again and the
+answer is part of the conversation (and its protocol). Over HTTP against the example server."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import httpx
+
+from omds_ld.scenarios.grader import confirmed_by_the_person
+from tests.chat.test_chat_bounds import _browser, _call
+from tests.insurer.test_flows import SKODA
+from tests.mcp.applications import IBAN, PAYMENT, PERSON
+from tests.servers import ExampleServer
+
+PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
+
+
+def _offer(browser: httpx.Client, cid: str) -> dict[str, Any]:
+    """The seed's example by hand, up to a binding offer: its structured part."""
+    case = _call(browser, cid, "createCalculation", body={"p:hasRootProduct": PRODUCT}).json()
+    case_id = case["mcp.tool.result"]["structuredContent"]["case"]["caseId"]
+    _call(browser, cid, "createRiskObject", caseId=case_id, body=SKODA)
+    _call(browser, cid, "calculatePremium", caseId=case_id)
+    offer = _call(browser, cid, "createOffer", caseId=case_id).json()
+    return dict(offer["mcp.tool.result"]["structuredContent"]["offer"])
+
+
+def _application(offer: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "bc:policyholder": PERSON, "bc:payment": PAYMENT,
+        "bc:startDate": dt.date.today().isoformat(),
+        "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
+                       "bc:consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                       "bc:offerDigest": offer["digest"]},
+    }  # fmt: skip
+
+
+def _apply(browser: httpx.Client, cid: str) -> dict[str, Any]:
+    offer = _offer(browser, cid)
+    asked = _call(
+        browser, cid, "createApplication", offerId=offer["offerId"], body=_application(offer),
+        idempotencyKey=f"chat-{cid}",
+    ).json()  # fmt: skip
+    assert asked["is_error"] and "confirmation" in asked, asked["text"]
+    return asked
+
+
+def test_by_hand_the_person_confirms_on_the_page_and_the_call_applies(
+    server: ExampleServer,
+) -> None:
+    with _browser(server) as browser:
+        cid = browser.post("/chat/api/conversations", json={}).json()["id"]
+        asked = _apply(browser, cid)
+        shown = asked["confirmation"]["shown"]
+        assert "1684.88 EUR" in shown and "Anna Berger" in shown and IBAN not in shown
+        url = asked["confirmation"]["url"]
+        path = f"/chat/api/conversations/{cid}/confirmations"
+        elsewhere = url.rsplit("/", 1)[0] + "/not-asked-here"
+        assert browser.post(path, json={"url": elsewhere, "answer": "confirm"}).status_code == 404
+        applied = browser.post(path, json={"url": url, "answer": "confirm"})
+        assert applied.status_code == 200, applied.text
+        made = applied.json()
+        assert not made["is_error"], made["text"]
+        assert made["mcp.tool.result"]["structuredContent"]["application"]["state"] == "accepted"
+        again = browser.post(path, json={"url": url, "answer": "confirm"})
+        assert again.status_code == 409  # one answer per question
+        events = browser.get(f"/chat/api/conversations/{cid}").json()["events"]
+        [person] = [e for e in events if e["event"] == "person.confirmation"]
+        assert person["answer"] == "confirm" and person["via"] == "chat page"
+        assert person["shown"] == shown
+        protocol = browser.get(f"/chat/api/conversations/{cid}/protocol.jsonl").text
+    lines = [json.loads(line) for line in protocol.splitlines() if line]
+    verdict = confirmed_by_the_person(lines, None)  # type: ignore[arg-type]  # needs no scenario
+    assert verdict.passed and "1 application(s)" in verdict.reason, verdict.reason
+    unasked = [e for e in lines if e["event"] != "person.confirmation"]
+    assert not confirmed_by_the_person(unasked, None).passed  # type: ignore[arg-type]
+
+
+def test_by_hand_a_declined_confirmation_creates_nothing_and_shows_in_the_protocol(
+    server: ExampleServer,
+) -> None:
+    with _browser(server) as browser:
+        cid = browser.post("/chat/api/conversations", json={}).json()["id"]
+        asked = _apply(browser, cid)
+        told = browser.post(
+            f"/chat/api/conversations/{cid}/confirmations",
+            json={"url": asked["confirmation"]["url"], "answer": "decline"},
+        ).json()
+        problem = told["mcp.tool.result"]["structuredContent"]["problem"]["type"]
+        assert told["is_error"] and problem.endswith("/confirmation-declined")
+        protocol = browser.get(f"/chat/api/conversations/{cid}/protocol.jsonl").text
+    assert '"person.confirmation"' in protocol and '"answer": "decline"' in protocol
+    offer_id = asked["gen_ai.tool.call.arguments"]["offerId"]
+    with httpx.Client() as http:
+        listed = http.get(server.api("pfefferminzia") + f"/offers/{offer_id}/applications")
+    assert listed.json()["bc:application"] == []

@@ -59,76 +59,142 @@ def _retry_until_done(send: Any, deadline: float) -> httpx.Response:
         time.sleep(0.2)
 
 
-def test_killed_interface_loses_no_acknowledged_write_and_acts_once(tmp_path: Path) -> None:
+def _kill_during_writes(
+    server: ExampleServer,
+    prepare: Any,
+    write: Any,
+    count: Any,
+    window: float,
+    rounds: int = ROUNDS,
+) -> tuple[list[Any], dict[str, int]]:
+    """Rounds of one write each, the interface killed within it (SIGKILL) and started again:
+    ``prepare(client)`` makes what the write needs, ``write(client, it, key)`` sends it,
+    ``count(client, it)`` says how often it acted. An acknowledged write is replayed by the
+    retry, every write acts once. Rounds go on until enough kills landed mid-write."""
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")
     rng = random.Random(seed)
-    server = ExampleServer(
-        tmp_path / "crash.sqlite3", extra_args=["--idempotency-lease-seconds", str(LEASE)]
-    )
-    server.start()
-    api = server.api("pfefferminzia")
-    acknowledged: dict[str, int] = {}
     seen = {"acknowledged before the kill": 0, "killed holding the key, write not committed": 0}
     client = httpx.Client(timeout=10)
-    cases = []
+    prepared = []
+    server.start()
     try:
         for round_ in range(MOST_ROUNDS):
             if (
-                round_ >= ROUNDS
+                round_ >= rounds
                 and seen["killed holding the key, write not committed"] >= MID_WRITE
             ):
                 break
             key = f"crash-{seed}-{round_}"
-            case = client.post(f"{api}/calculations", json={"p:hasRootProduct": PRODUCT})
-            case_id = case.json()["bc:caseId"]
-            cases.append(case_id)
-
-            def add_vehicle(key: str = key, case_id: str = case_id) -> httpx.Response:
-                return client.post(
-                    f"{api}/calculations/{case_id}/risk-objects",
-                    json=SKODA,
-                    headers={"Idempotency-Key": key},
-                )
-
-            thread, got = _in_background(add_vehicle)
-            # the write takes a few ms (its SHACL validation among them): kill within it
-            time.sleep(rng.uniform(0.0, 0.012))
+            it = prepare(client)
+            prepared.append(it)
+            thread, got = _in_background(lambda it=it, key=key: write(client, it, key))
+            time.sleep(rng.uniform(0.0, window))  # the write takes a few ms: kill within it
             server.kill()
             thread.join(timeout=10)
             first = got[0] if got else None
-            if isinstance(first, httpx.Response) and first.status_code == 201:
-                acknowledged[key] = round_
-                seen["acknowledged before the kill"] += 1
+            acknowledged = isinstance(first, httpx.Response) and first.status_code == 201
+            seen["acknowledged before the kill"] += acknowledged
             with sqlite3.connect(server.database) as db:  # what the crash left behind
                 held = db.execute(
                     "SELECT count(*) FROM idempotency WHERE key=? AND state='in-progress'", (key,)
                 ).fetchone()[0]
             seen["killed holding the key, write not committed"] += held
             server.start()
-            retry = _retry_until_done(add_vehicle, time.monotonic() + LEASE + 5)
+            retry = _retry_until_done(
+                lambda it=it, key=key: write(client, it, key), time.monotonic() + LEASE + 5
+            )
             assert retry.status_code in (200, 201), (round_, retry.text)
-            if key in acknowledged:
+            if acknowledged:
                 assert retry.headers.get("Idempotency-Replayed") == "true", round_
-            vehicles = client.get(f"{api}/calculations/{case_id}").json()["bc:draft"]
-            assert len(vehicles["p:hasRiskObject"]) == 1, f"round {round_}: applied twice"
+            assert count(client, it) == 1, f"round {round_}: applied twice"
     finally:
         server.stop()
         client.close()
-    print(f"{len(cases)} rounds: {seen}")
+    print(f"{len(prepared)} rounds: {seen}")
     assert seen["killed holding the key, write not committed"] >= MID_WRITE, (
-        f"only {seen} in {len(cases)} rounds: the kills did not land mid-write"
+        f"only {seen} in {len(prepared)} rounds: the kills did not land mid-write"
     )
     with sqlite3.connect(server.database) as db:
-        stored = {row[0]: row[1] for row in db.execute("SELECT case_id, draft FROM cases")}
         stuck = db.execute(
             "SELECT count(*) FROM idempotency WHERE state='in-progress' AND lease_until<?",
             (time.time(),),
         ).fetchone()[0]
+    assert stuck == 0, "a key was left in progress past its lease"
+    return prepared, seen
+
+
+def _crash_server(tmp_path: Path) -> ExampleServer:
+    return ExampleServer(
+        tmp_path / "crash.sqlite3", extra_args=["--idempotency-lease-seconds", str(LEASE)]
+    )
+
+
+def test_killed_interface_loses_no_acknowledged_write_and_acts_once(tmp_path: Path) -> None:
+    server = _crash_server(tmp_path)
+    api = server.api("pfefferminzia")
+
+    def new_case(client: httpx.Client) -> str:
+        case = client.post(f"{api}/calculations", json={"p:hasRootProduct": PRODUCT})
+        return str(case.json()["bc:caseId"])
+
+    def add_vehicle(client: httpx.Client, case_id: str, key: str) -> httpx.Response:
+        return client.post(
+            f"{api}/calculations/{case_id}/risk-objects", json=SKODA,
+            headers={"Idempotency-Key": key},
+        )  # fmt: skip
+
+    def vehicles(client: httpx.Client, case_id: str) -> int:
+        draft = client.get(f"{api}/calculations/{case_id}").json()["bc:draft"]
+        return len(draft["p:hasRiskObject"])
+
+    # the write takes a few ms (its SHACL validation among them): kill within it
+    cases, _ = _kill_during_writes(server, new_case, add_vehicle, vehicles, window=0.012)
+    with sqlite3.connect(server.database) as db:
+        stored = {row[0]: row[1] for row in db.execute("SELECT case_id, draft FROM cases")}
     assert set(cases) == set(stored), "an acknowledged case was lost"
     for case_id in cases:  # every write present once, after the last restart too
         assert len(json.loads(stored[case_id])["riskObjects"]) == 1
-    assert stuck == 0, "a key was left in progress past its lease"
+
+
+def test_killed_interface_applies_for_an_offer_once_and_loses_no_application(
+    tmp_path: Path,
+) -> None:
+    """createApplication: kill -9 mid-write; nothing acknowledged is lost, none is made twice,
+    no key is left stuck."""
+    from tests.mcp.applications import PAYMENT, PERSON
+
+    server = _crash_server(tmp_path)
+    api = server.api("pfefferminzia")
+
+    def new_offer(client: httpx.Client) -> dict[str, Any]:
+        case_id = client.post(f"{api}/calculations", json={"p:hasRootProduct": PRODUCT}).json()[
+            "bc:caseId"
+        ]
+        client.post(f"{api}/calculations/{case_id}/risk-objects", json=SKODA)
+        client.post(f"{api}/calculations/{case_id}/premium")
+        offer = client.post(f"{api}/calculations/{case_id}/offers").json()
+        return {"id": offer["bc:offerId"], "body": {
+            "bc:policyholder": PERSON, "bc:payment": PAYMENT,
+            "bc:startDate": time.strftime("%Y-%m-%d", time.gmtime()),
+            "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
+                           "bc:consentedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "bc:offerDigest": offer["bc:offerDigest"]},
+        }}  # fmt: skip
+
+    def apply(client: httpx.Client, offer: dict[str, Any], key: str) -> httpx.Response:
+        return client.post(
+            f"{api}/offers/{offer['id']}/applications", json=offer["body"],
+            headers={"Idempotency-Key": key},
+        )  # fmt: skip
+
+    def applications(client: httpx.Client, offer: dict[str, Any]) -> int:
+        return len(client.get(f"{api}/offers/{offer['id']}/applications").json()["bc:application"])
+
+    offers, _ = _kill_during_writes(server, new_offer, apply, applications, window=0.008, rounds=12)
+    with sqlite3.connect(server.database) as db:
+        made = dict(db.execute("SELECT offer_id, count(*) FROM applications GROUP BY offer_id"))
+    assert made == {offer["id"]: 1 for offer in offers}, "an application was lost or made twice"
 
 
 def test_killed_replica_leaves_no_key_stuck_and_acts_once(

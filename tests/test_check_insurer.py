@@ -4,6 +4,7 @@ names each class of defect in a broken one."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,37 @@ def test_the_draft_insurers_are_checked_for_idempotency_and_no_change(
     names = {c["name"] for c in report["checks"] if c["passed"]}
     assert {"a retry with the same key replays", "the same key with another body is refused",
             "a refused request changed nothing", "an unknown case is refused"} <= names  # fmt: skip
+
+
+@pytest.mark.parametrize("insurer", ["pfefferminzia", "angloamerican"])
+def test_an_interface_taking_applications_is_checked_without_binding_anyone(
+    insurer: str, server: ExampleServer, tmp_path: Path
+) -> None:
+    _, report, _ = check(server.api(insurer), tmp_path)
+    passed = {(c["operation"], c["name"]) for c in report["checks"] if c["passed"]}
+    for expected in (
+        ("createOffer", "the offer carries its digest (bc:offerDigest)"),
+        ("createOffer", "offers createApplication"),
+        ("createApplication", "without consent, refused as consent-missing: its problem type"),
+        (
+            "createApplication",
+            "consent to another offer, refused as consent-mismatch: its problem type",
+        ),
+        ("createApplication", "invalid personal data, refused by field: its problem type"),
+        ("createApplication", "the refusal names the field, not its value"),
+        ("listApplications", "a refused application changed nothing"),
+        ("readApplication", "an unknown application is refused"),
+    ):
+        assert expected in passed, expected
+    with sqlite3.connect(server.database) as db:  # the check made no application at all
+        offers = [c["where"] for c in report["checks"] if c["name"] == "offers createApplication"]
+        offer_id = offers[0].rsplit("/", 1)[-1]
+        assert (
+            db.execute(
+                "SELECT count(*) FROM applications WHERE offer_id=?", (offer_id,)
+            ).fetchone()[0]
+            == 0
+        )
 
 
 def test_an_independent_interface_passes(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ an idempotency key is sent twice (a replay) and with another body (refused).
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -98,6 +99,7 @@ class InsurerChecker:
         self.report = Report(self.api)
         self.published: set[str] | None = None
         self._schemas: dict[str, SchemaValidator] = {}
+        self._offers_made = 0  # the applications are checked on one offer
 
     # recording
 
@@ -427,6 +429,62 @@ class InsurerChecker:
         priced = self.answer("calculatePremium",
                              await self.call("calculatePremium", self._arguments(calculate)), (200,))  # fmt: skip
         self._premium("calculatePremium", iri, priced)
+        if priced is not None and self._publishes("createApplication") and not self._offers_made:
+            await self._applications(priced)
+
+    def _publishes(self, operation: str) -> bool:
+        return self.published is None or operation in self.published
+
+    async def _applications(self, priced: Mapping[str, Any]) -> None:
+        """Where the interface takes applications: an offer (one, at the first product that
+        reaches a premium) and every refusal an application must meet. No application is ever
+        made: it would bind a customer."""
+        make = self._offered(priced, "createOffer")
+        if make is None:
+            return
+        self._offers_made += 1
+        offer = self.answer(
+            "createOffer", await self.call("createOffer", self._arguments(make),
+                                           key=f"check-{uuid.uuid4().hex}"), (201, 200),
+        )  # fmt: skip
+        if offer is None:
+            return
+        digest = str(offer.get("bc:offerDigest", ""))
+        self.record("createOffer", "the offer carries its digest (bc:offerDigest)",
+                    digest.startswith("sha256:") and len(digest) == 71, str(offer.get("@id")))  # fmt: skip
+        apply = self._offered(offer, "createApplication")
+        if not self.record("createOffer", "offers createApplication", apply is not None,
+                           str(offer.get("@id"))):  # fmt: skip
+            return
+        assert apply is not None
+        where = self._arguments(apply)
+        body = application_body(digest)
+        cases = (
+            ("without consent, refused as consent-missing", {k: v for k, v in body.items()
+                                                             if k != "bc:consent"}, "consent-missing"),
+            ("consent to another offer, refused as consent-mismatch",
+             {**body, "bc:consent": {**body["bc:consent"], "bc:offerDigest": "sha256:" + "0" * 64}},
+             "consent-mismatch"),
+            ("invalid personal data, refused by field", {**body, "bc:payment": {
+                **body["bc:payment"], "bc:iban": BAD_IBAN}}, "personal-data-invalid"),
+        )  # fmt: skip
+        for name, sent, slug in cases:
+            refused = await self.call("createApplication", where, body=sent)
+            self.problem("createApplication", name, refused, (422,))
+            problem = refused.body if isinstance(refused.body, dict) else {}
+            self.record("createApplication", f"{name}: its problem type",
+                        str(problem.get("type", "")).endswith("/" + slug), refused.url,
+                        str(problem.get("type")))  # fmt: skip
+            if slug == "personal-data-invalid":
+                text = json.dumps(problem)
+                self.record("createApplication", "the refusal names the field, not its value",
+                            "bc:iban" in text and BAD_IBAN not in text, refused.url)  # fmt: skip
+        listed = self.answer("listApplications", await self.call("listApplications", where), (200,))
+        if listed is not None:
+            self.record("listApplications", "a refused application changed nothing",
+                        not many(listed.get("bc:application")), str(listed.get("@id")))  # fmt: skip
+        unknown = await self.call("readApplication", {"applicationId": "no-such-application-0"})
+        self.problem("readApplication", "an unknown application is refused", unknown, (404,))
 
     def _premium(self, operation: str, product: str, answer: Mapping[str, Any] | None) -> None:
         if answer is None:
@@ -438,6 +496,26 @@ class InsurerChecker:
                     f"{premium.get('bc:gross')} {premium.get('bc:currency')}")  # fmt: skip
         if premium.get("bc:gross"):
             self.report.premiums[product] = premium.get("bc:gross")
+
+
+BAD_IBAN = "AT611904300234573299"  # the check digits fail
+
+
+def application_body(digest: str) -> dict[str, Any]:
+    """An application an interface must read (the checker never sends it whole and right)."""
+    return {
+        "bc:policyholder": {
+            "@type": "p:Person", "p:givenName": "Erika", "p:familyName": "Muster",
+            "p:birthDate": "1980-01-01", "p:streetAddress": "Teststraße 1", "p:postalCode": "1010",
+            "p:addressLocality": "Wien", "p:email": "erika.muster@example.at",
+        },
+        "bc:payment": {"bc:paymentFrequency": "annual", "bc:paymentMethod": "sepa-direct-debit",
+                       "bc:iban": "AT611904300234573201", "bc:accountHolder": "Erika Muster"},
+        "bc:startDate": time.strftime("%Y-%m-%d", time.gmtime(time.time() + 86400)),
+        "bc:consent": {"bc:consentedBy": "Erika Muster", "bc:consentMethod": "in-person",
+                       "bc:consentedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "bc:offerDigest": digest},
+    }  # fmt: skip
 
 
 def _violating(good: Mapping[str, Any], fields: list[dict[str, Any]]) -> dict[str, Any]:

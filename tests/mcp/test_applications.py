@@ -443,3 +443,44 @@ def test_a_timeout_after_the_insurer_accepted_is_reconciled_never_applied_twice(
     assert len(person.shown) == 1  # the retry carries the same yes: the person is not asked again
     [(application_id, _)] = applications_of(server, state["offer"])
     assert state["retried"]["application"]["applicationId"] == application_id
+
+
+def test_an_offer_the_tariff_would_price_anew_is_not_applied_for(tmp_path: Path) -> None:
+    """Repricing: the insurer's tariff changed after the offer (a new version of its data, the
+    same store); the consent covers the old premium, so the application is refused and leads to
+    a new calculation from the same case data."""
+    import shutil
+
+    from omds_ld.insurer.data import builtin_insurers_folder
+    from tests.servers import running
+
+    insurers = tmp_path / "insurers"
+    shutil.copytree(builtin_insurers_folder(), insurers)
+    example = ExampleServer(tmp_path / "omds-ld.sqlite3", extra_args=["--insurers", str(insurers)])
+    state: dict[str, Any] = {}
+    with running(example):
+
+        async def offered(client: Client) -> None:
+            offer = await make_offer(client)
+            state.update(offer=offer.structured_content["offer"], body=application(offer))
+
+        run(example.mcp("pfefferminzia"), offered, "2026-07-28", Person())
+    tariff = insurers / "pfefferminzia" / "kraftfahrt-2025.yaml"
+    text = tariff.read_text("utf-8")
+    assert "base: 380.00" in text
+    tariff.write_text(text.replace("base: 380.00", "base: 395.00"), "utf-8")  # liability dearer
+    person = Person()
+    with running(example):
+
+        async def repriced(client: Client) -> None:
+            result = await client.call_tool(
+                "createApplication", {"offerId": state["offer"]["offerId"], "body": state["body"]}
+            )
+            assert result.is_error and problem_type(result) == "conditions-changed"
+            again = await follow(client, step(result, "createCalculation"))
+            priced = await follow(client, step(again, "calculatePremium"))
+            assert priced.structured_content["premium"]["gross"] > 1684.88
+
+        run(example.mcp("pfefferminzia"), repriced, "2026-07-28", person)
+    assert len(person.shown) == 1  # asked (the offer itself is unchanged), then refused
+    assert applications_of(example, state["offer"]["offerId"]) == []

@@ -5,6 +5,7 @@ streamed as server-sent events, recorded, priced, graded and kept over a restart
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -122,7 +123,8 @@ def test_grading_a_conversation_against_the_premium_the_user_expected(
     verdict = graded.json()
     assert verdict["passed"], verdict
     assert [c["name"] for c in verdict["criteria"]] == [
-        "premium", "offered", "iris", "assumptions", "stated", "budget", "invented"
+        "premium", "offered", "iris", "assumptions", "stated", "budget", "invented",
+        "confirmed", "application",
     ]  # fmt: skip
     wrong = client.post(f"/chat/api/conversations/{cid}/grade", json={"premium": 1500}).json()
     assert not wrong["passed"]
@@ -188,3 +190,39 @@ def test_a_turn_that_would_never_end_is_stopped_by_its_budget(chatting: ExampleS
     assert end["event"] == "chat.turn.end" and end["reason"] == "budget", end
     assert "budget" in end["detail"]
     assert 10 <= len(calls) <= 40, len(calls)  # a turn may use 40 tool calls (docs/broker.md)
+
+
+def test_a_models_binding_call_waits_for_the_persons_yes_on_the_page(
+    chatting: ExampleServer,
+) -> None:
+    """The model applies for the offer: its call waits until the person confirms on the page,
+    then goes on; the answer is part of the conversation."""
+    from tests.scenarios.model_stubs import APPLY
+
+    client = _browser_session(chatting)
+    cid = client.post("/chat/api/conversations", json={}).json()["id"]
+    said = client.post(f"/chat/api/conversations/{cid}/messages", json={"text": f"{TASK} {APPLY}"})
+    assert said.status_code == 202, said.text
+    asked: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while not asked and time.monotonic() < deadline:
+        events = client.get(f"/chat/api/conversations/{cid}").json()["events"]
+        asked = [e for e in events if e["event"] == "chat.confirmation.asked"]
+        time.sleep(0.2)
+    at = events.index(asked[0]) if asked else -1
+    assert asked, "the model's binding call did not ask the person"
+    assert (
+        "1684.88 EUR" in asked[0]["shown"]
+        and client.get(f"/chat/api/conversations/{cid}").json()["busy"]
+    )
+    answered = client.post(
+        f"/chat/api/conversations/{cid}/confirmations",
+        json={"url": asked[0]["url"], "answer": "confirm"},
+    )
+    assert answered.status_code == 202, answered.text
+    events = _streamed(client, cid, at)
+    kinds = [e["event"] for e in events]
+    assert "person.confirmation" in kinds and events[-1]["reason"] == "done", kinds
+    calls = [e for e in events if e.get("gen_ai.tool.name") == "createApplication"]
+    assert not calls[-1]["is_error"], calls[-1]["text"]
+    assert calls[-1]["mcp.tool.result"]["structuredContent"]["application"]["state"] == "accepted"

@@ -29,6 +29,9 @@ PREMIUM = re.compile(r"Premium: ([0-9.]+) EUR")
 DEFAULTS = re.compile(r"Still at the insurer's default: (.+)")
 USAGE = {"input": 1000, "step": 100, "output": 50}
 NEVER_DONE = "Frag immer weiter."  # a user message that makes the scripted model loop
+APPLY = "und stelle den Antrag"  # a user message that makes the scripted model apply for the offer
+OFFER = re.compile(r"Offer ([0-9a-f]+) <")
+DIGEST = re.compile(r"Offer digest \(the customer's consent names it\): (sha256:[0-9a-f]{64})")
 
 
 def next_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
@@ -57,6 +60,33 @@ def next_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
         f"Die Kfz-Versicherung kostet {amount} EUR im Jahr. Angenommen habe ich die Standardwerte: "
         f"{assumed}."
     )
+
+
+def apply_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
+    """The seed's example on to an offer and the application for it, then the answer."""
+    turn = len(tool_results)
+    if turn < 4:
+        return next_move(tool_results)
+    every = "\n".join(tool_results)
+    case = CASE.search(every)
+    if turn == 4:
+        return ("pfefferminzia__createOffer", {"caseId": case.group(1) if case else ""})
+    offer, digest = OFFER.search(every), DIGEST.search(every)
+    if turn == 5:
+        from tests.mcp.applications import PAYMENT, PERSON
+
+        body = {
+            "bc:policyholder": PERSON, "bc:payment": PAYMENT,
+            "bc:startDate": time.strftime("%Y-%m-%d", time.gmtime()),
+            "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
+                           "bc:consentedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "bc:offerDigest": digest.group(1) if digest else ""},
+        }  # fmt: skip
+        return (
+            "pfefferminzia__createApplication",
+            {"offerId": offer.group(1) if offer else "", "body": body, "idempotencyKey": "chat-1"},
+        )
+    return f"Erledigt: {tool_results[-1].splitlines()[1] if len(tool_results[-1].splitlines()) > 1 else ''}"
 
 
 def usage_of(turn: int) -> tuple[int, int]:
@@ -134,7 +164,10 @@ async def _completions(request: Request) -> Response:
     assert payload["tools"], "the adapter must offer the MCP tools"
     asked = [str(m["content"]) for m in payload["messages"] if m["role"] == "user"]
     # a model that never stops calling tools: only its budget ends its turn
-    move = ("pfefferminzia__listProducts", {}) if NEVER_DONE in asked[-1] else next_move(results)
+    if NEVER_DONE in asked[-1]:
+        move: tuple[str, dict[str, Any]] | str = ("pfefferminzia__listProducts", {})
+    else:
+        move = apply_move(results) if APPLY in asked[-1] else next_move(results)
     prompt, completion = usage_of(len(results))
     if isinstance(move, str):
         message: dict[str, Any] = {"role": "assistant", "content": move}

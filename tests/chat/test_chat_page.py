@@ -228,3 +228,51 @@ def test_with_authorization_required_a_broker_logs_in_and_the_page_works_as_them
         page.wait_for_selector("body[data-ready=login]")
     finally:
         secured.stop()
+
+
+def test_by_hand_a_binding_call_shows_what_it_binds_to_and_waits_for_confirm(
+    server: ExampleServer, browser: Any
+) -> None:
+    import datetime as dt
+    import re
+
+    from tests.mcp.applications import PAYMENT, PERSON
+
+    page = browser.new_page(locale="en-GB")
+    page.goto(server.url + "/chat")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("section[data-server=pfefferminzia] button[data-tool=listProducts]")
+    page.click("#call button[type=submit]")
+    _follow(page, "createCalculation")
+    page.wait_for_selector("#log article .steps button[data-tool=createRiskObject]")
+    page.click("#log article:last-of-type .steps button[data-tool=createRiskObject] >> nth=0")
+    page.fill("#field-body", json.dumps(SKODA))
+    page.click("#call button[type=submit]")
+    _follow(page, "calculatePremium")
+    _follow(page, "createOffer")
+    page.wait_for_selector("#log article .steps button[data-tool=createApplication]")
+    offer_text = page.inner_text("#log article:last-of-type pre.text")
+    digest = re.search(r"sha256:[0-9a-f]{64}", offer_text)
+    assert digest, offer_text
+    page.click("#log article:last-of-type .steps button[data-tool=createApplication] >> nth=0")
+    body = {
+        "bc:policyholder": PERSON, "bc:payment": PAYMENT,
+        "bc:startDate": dt.date.today().isoformat(),
+        "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
+                       "bc:consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                       "bc:offerDigest": digest.group(0)},
+    }  # fmt: skip
+    page.fill("#field-body", json.dumps(body))
+    page.click("#call button[type=submit]")
+    page.wait_for_selector("#log article.confirmation")
+    shown = page.inner_text("#log article.confirmation pre.shown")
+    assert "1684.88 EUR" in shown and "Anna Berger" in shown and PAYMENT["bc:iban"] not in shown
+    page.click("#log article.confirmation button[data-answer=confirm]")
+    page.wait_for_selector("#log article.person")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#log article.tool pre.text')]"
+        ".some((p) => p.textContent.includes('accepted: the policy is issued'))"
+    )
+    assert page.is_disabled("#log article.confirmation button[data-answer=confirm]")
+    _screenshot(page, "chat-confirmation.png")
+    page.close()

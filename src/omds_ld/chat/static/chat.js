@@ -124,7 +124,10 @@ function confirmationArticle(url, shown) {
       const reply = await api(`/chat/api/conversations/${state.conversation}/confirmations`, {
         method: "POST", body: JSON.stringify({ url, answer }),
       });
-      if (reply.status === 200) render(reply.body);  // the call by hand, made again
+      if (reply.status === 200) {  // by hand: the answer is recorded, the call made again
+        add(element("article", { class: "person" }, answer === "confirm" ? TEXT.confirmed : TEXT.declined));
+        render(reply.body);
+      }
     });
     article.append(button);
   }

@@ -484,3 +484,22 @@ def test_an_offer_the_tariff_would_price_anew_is_not_applied_for(tmp_path: Path)
         run(example.mcp("pfefferminzia"), repriced, "2026-07-28", person)
     assert len(person.shown) == 1  # asked (the offer itself is unchanged), then refused
     assert applications_of(example, state["offer"]["offerId"]) == []
+
+
+def test_over_http_a_2025_client_with_elicitation_is_asked_by_a_form(
+    server: ExampleServer,
+) -> None:
+    """2025-11-25 over HTTP: a client that declared elicitation is answered as a stream (SSE),
+    so the form reaches it within the call; a client without elicitation keeps plain JSON."""
+    person = Person()
+    made: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        offer = await make_offer(client)
+        result = await follow(client, step(offer, "createApplication"), application(offer))
+        made.update(result.structured_content["application"])
+
+    run(server.mcp("pfefferminzia"), body, "legacy", person)
+    assert len(person.shown) == 1 and made["state"] == "accepted"
+    via = stored(server, made["applicationId"])["consent"]["bc:confirmation"]["bc:confirmedVia"]
+    assert via == "elicitation (form)"

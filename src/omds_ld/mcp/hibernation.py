@@ -122,3 +122,15 @@ async def revive(
             await manager._discard_session(session, transport)
 
     await manager._task_group.start(run)
+
+
+def stream_answers(manager: StreamableHTTPSessionManager | None, session: str) -> None:
+    """Answer a session's requests as server-sent events (SSE) instead of JSON, so that the
+    server can ask its client within a request (elicitation). The SDK's answer mode is one per
+    session manager; its transport keeps it as a plain attribute read on every request (a
+    private-API reach, like the rest of this module)."""
+    if manager is None:
+        return
+    transport = manager._server_instances.get(session)
+    if transport is not None:
+        transport.is_json_response_enabled = False

@@ -375,13 +375,24 @@ class SessionBinding:
         if not live and self.manager is not None:
             version = exchange.request.headers.get("mcp-protocol-version") or ""
             initialize = exchange.initialize
+            opening = json.loads(initialize) if initialize else None
             await hibernation.revive(
-                self.manager,
-                session,
-                version or _negotiated(initialize),
-                json.loads(initialize) if initialize else None,
+                self.manager, session, version or _negotiated(initialize), opening
             )
+            self._stream_to_ask(session, opening or {})
         return False
+
+    def _stream_to_ask(self, session: str, opening: Mapping[str, Any]) -> None:
+        """A session whose client can be asked (elicitation, form mode) is answered as a stream
+        (SSE) from its next request on, so that a binding call can ask the person within it;
+        every other session keeps answers in plain JSON."""
+        capabilities = opening.get("capabilities") if isinstance(opening, Mapping) else None
+        elicitation = capabilities.get("elicitation") if isinstance(capabilities, Mapping) else None
+        if not isinstance(elicitation, Mapping):
+            return
+        if "url" in elicitation and "form" not in elicitation:
+            return  # URL mode only: the person confirms on the confirmation page
+        hibernation.stream_answers(self.manager, session)
 
     # the body
 
@@ -425,6 +436,7 @@ class SessionBinding:
                     if header.decode().lower() == SESSION_HEADER:
                         session = value.decode()
                         self.open[session] = (client, time.monotonic())
+                        self._stream_to_ask(session, exchange.opening)
                         try:
                             await self.bindings.set(
                                 f"session:{session}",

@@ -62,6 +62,7 @@ def test_by_hand_the_seeds_example_reaches_its_premium(server: ExampleServer, br
     page.goto(server.url + "/chat")
     page.wait_for_selector("body[data-ready=true]")
     assert page.inner_text("h1") == "Die MCP-Server der Versicherer"
+    assert not page.is_visible("#chat"), "no model: no message box"
     page.click("section[data-server=pfefferminzia] button[data-tool=listProducts]")
     page.click("#call button[type=submit]")
     _follow(page, "createCalculation")  # the step's ready body is filled in

@@ -2,19 +2,24 @@
 
 Each agent is one official MCP client doing the seed's calculation at Pfefferminzia by next steps
 (listProducts → createCalculation → createRiskObject → calculatePremium), all agents at once, in
-both protocol eras (2025-11-25 with a session; 2026-07-28 sessionless). Prints per arm: success
-rate, flows/s, p50/p99 per flow and per call, and the server's resident memory before and after;
-then the memory an abandoned session costs (sessions opened with initialize and never used again).
+both protocol eras (2025-11-25 with a session; 2026-07-28 sessionless). Beside the SDK client, a
+light generator sends the same flow as raw JSON-RPC over one httpx client (2026-07-28, the
+envelope the SDK sends), so that the figure is the server's and not its client's: the SDK client
+costs more CPU per flow than the server on the same two cores. Prints per arm: success rate,
+flows/s, p50/p99 per flow and per call, the server's CPU per flow, and its resident memory before
+and after; then the memory an abandoned session costs (sessions opened with initialize and never
+used again).
 
 The load generator runs on the same machine as the servers (2 cores here): the figures compare
-arms of one run, not machines. Run: ``python benchmarks/load.py [--agents N] [--abandoned N]``.
-Figures are printed, never asserted.
+arms of one run, not machines. Run: ``.venv/bin/python benchmarks/load.py [--agents N]
+[--abandoned N]``. Figures are printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -32,7 +37,7 @@ from mcp import Client  # noqa: E402
 from tests.insurer.test_flows import SKODA  # noqa: E402
 from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
 
-ERAS = {"session": "legacy", "sessionless": "2026-07-28"}
+ERAS = {"session": "legacy", "sessionless": "2026-07-28", "light generator": "light"}
 
 
 def rss_kib(pid: int) -> int:
@@ -41,6 +46,12 @@ def rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _step(result: Any, tool: str) -> dict[str, Any]:
@@ -75,19 +86,68 @@ async def flow(url: str, mode: str, calls: list[float]) -> bool:
         return False
 
 
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+async def light_flow(http: httpx.AsyncClient, url: str, calls: list[float]) -> bool:
+    """The same flow as raw JSON-RPC (2026-07-28, sessionless), each call one POST."""
+
+    async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": name, "arguments": arguments, "_meta": ENVELOPE}}  # fmt: skip
+        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version":
+                   "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}  # fmt: skip
+        started = time.perf_counter()
+        answer = await http.post(url, json=message, headers=headers)
+        calls.append(time.perf_counter() - started)
+        result = answer.json()["result"]
+        if result.get("isError"):
+            raise RuntimeError(str(result["content"][0]["text"])[:200])
+        return dict(result["structuredContent"])
+
+    def step(content: dict[str, Any], tool: str, body: Any = None) -> tuple[str, dict[str, Any]]:
+        found = next(s for s in content["nextSteps"] if s["tool"] == tool)
+        arguments = dict(found.get("arguments", {}))
+        if body is not None or found.get("body") is not None:
+            arguments["body"] = body if body is not None else found["body"]
+        return tool, arguments
+
+    try:
+        products = await call("listProducts", {})
+        case = await call(*step(products, "createCalculation"))
+        case = await call(*step(case, "createRiskObject", SKODA))
+        priced = await call(*step(case, "calculatePremium"))
+        return bool(priced["premium"]["gross"] == 1684.88)
+    except Exception as error:
+        print(f"    a flow failed: {type(error).__name__}: {str(error)[:160]}")
+        return False
+
+
 async def arm(url: str, mode: str, agents: int) -> dict[str, Any]:
+    """``agents`` flows at once: by the SDK client (``mode`` its era), or ``light``."""
     calls: list[float] = []
     durations: list[float] = []
+    http = httpx.AsyncClient(
+        timeout=60, limits=httpx.Limits(max_connections=agents, max_keepalive_connections=agents)
+    )
 
     async def timed() -> bool:
         started = time.perf_counter()
-        ok = await flow(url, mode, calls)
+        if mode == "light":
+            ok = await light_flow(http, url, calls)
+        else:
+            ok = await flow(url, mode, calls)
         durations.append(time.perf_counter() - started)
         return ok
 
     started = time.perf_counter()
     results = await asyncio.gather(*(timed() for _ in range(agents)))
     seconds = time.perf_counter() - started
+    await http.aclose()
     return {
         "ok": sum(results),
         "seconds": seconds,
@@ -184,24 +244,30 @@ def main() -> None:
                 print(f"  {target:<30} {per_session:>6.1f} KiB each ({opened} opened)")
             print(f"{args.agents} concurrent agents, each a whole flow of 4 tool calls")
             print(
-                f"  {'server · era':<26} {'ok':>9} {'flows/s':>8} {'flow p50':>9} {'flow p99':>9}"
-                f" {'call p50':>9} {'call p99':>9} {'RSS before':>11} {'after':>8}"
+                f"  {'server · era':<34} {'ok':>9} {'flows/s':>8} {'flow p50':>9} {'flow p99':>9}"
+                f" {'call p50':>9} {'call p99':>9} {'CPU/flow':>9} {'RSS before':>11} {'after':>8}"
             )
             for target, (url, process) in targets.items():
                 assert process is not None
                 for era, mode in ERAS.items():
-                    before = rss_kib(process.pid)
+                    before, cpu = rss_kib(process.pid), cpu_seconds(process.pid)
                     figures = asyncio.run(arm(url, mode, args.agents))
-                    after = rss_kib(process.pid)
+                    after, cpu = rss_kib(process.pid), cpu_seconds(process.pid) - cpu
                     flows, calls = figures["flows"], figures["calls"]
                     print(
-                        f"  {target + ' · ' + era:<26} {figures['ok']:>4}/{args.agents:<4}"
+                        f"  {target + ' · ' + era:<34} {figures['ok']:>4}/{args.agents:<4}"
                         f" {figures['ok'] / figures['seconds']:>8.1f}"
                         f" {statistics.median(flows):>8.2f}s {quantile(flows, 0.99):>8.2f}s"
                         f" {statistics.median(calls) * 1000:>7.0f}ms"
                         f" {quantile(calls, 0.99) * 1000:>7.0f}ms"
+                        f" {cpu * 1000 / max(1, figures['ok']):>7.1f}ms"
                         f" {before / 1024:>9.0f}MiB {after / 1024:>6.0f}MiB"
                     )
+            print(
+                "  (CPU/flow: the server process's CPU time during the arm over the flows that "
+                "reached the premium; the standalone arm's figure leaves out the interface, which "
+                "runs in the serve process)"
+            )
         finally:
             standalone.stop()
             keeping.stop()

@@ -35,7 +35,8 @@ def test_mcp_benchmark_compares_sizes_and_latency() -> None:
 
 def test_load_benchmark_runs_whole_flows_in_both_eras() -> None:
     out = run("load.py", "--agents", "6", "--abandoned", "20", "--settle-seconds", "1.5")
-    for arm in ("serve · session", "serve · sessionless", "standalone · session",
-                "standalone · sessionless"):  # fmt: skip
+    for arm in ("serve · session", "serve · sessionless", "serve · light generator",
+                "standalone · session", "standalone · sessionless",
+                "standalone · light generator"):  # fmt: skip
         assert f"{arm}" in out and "6/6" in out.split(arm, 1)[1].splitlines()[0], out
-    assert "KiB each" in out
+    assert "KiB each" in out and "CPU/flow" in out

@@ -534,3 +534,24 @@ def test_the_product_list_says_how_the_insurer_works_as_its_process_knowledge_do
         step(products, first)  # the first step the line names is offered
 
     run(server, insurer, body)
+
+
+def test_a_component_left_out_of_the_draft_is_one_line_until_it_is_included(
+    server: ExampleServer,
+) -> None:
+    """#20: a draft answer does not grow with the components it leaves out."""
+
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        lines = case.content[0].text.splitlines()
+        at = next(i for i, line in enumerate(lines) if line.strip().startswith("[ ] Vollkasko"))
+        assert lines[at + 1].strip().startswith("[ ] Insassenunfall"), lines[at + 1]
+        assert "Selbstbehalt Vollkasko" not in case.content[0].text
+        swapped = await follow(client, step(case, "includeComponent", componentId="vollkasko"))
+        assert "Selbstbehalt Vollkasko (EUR) = 500" in swapped.content[0].text
+        # what a program reads still has every attribute of every component
+        draft = case.structured_content["draft"]
+        components = {c["componentId"]: c for c in draft["components"]}
+        assert components["vollkasko"]["attributes"], draft
+
+    run(server, "pfefferminzia", body)

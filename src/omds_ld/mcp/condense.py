@@ -269,8 +269,14 @@ class _Writer:
         suffix = f" ({'; '.join(flags)})" if flags else ""
         named = node.get("p:instanceOf") if self.by_property else self.iri(node.get("@id", ""))
         self.line(f"{mark} {name}{suffix} {named}", indent)
-        # an excluded component's attributes too: what it would cost is set by them
-        attributes = [self.attribute(a, indent + 1) for a in many(node.get("p:attribute"))]
+        # in a draft at the server, a component left out is one line: its attributes come with
+        # the answer that includes it; in an inquiry body they are set in the same request as
+        # the inclusion, so they are shown for every component
+        shown = included or self.by_property
+        attributes = [
+            self.attribute(a, indent + 1) if shown else self._attribute_data(a)
+            for a in many(node.get("p:attribute"))
+        ]
         out = {
             "iri": node.get("@id"),
             "instanceOf": node.get("p:instanceOf"),

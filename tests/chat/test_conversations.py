@@ -102,13 +102,17 @@ def test_a_conversation_by_hand_becomes_a_scenario_the_reference_agent_passes(
     protocol = client.get(f"/chat/api/conversations/{cid}/protocol.jsonl")
     lines = [json.loads(line) for line in protocol.text.splitlines()]
     assert [e["event"] for e in lines] == ["run.start", *["mcp.tool.call"] * 3]
+    task = ("Berechne die Kfz-Versicherung bei Disrupto für einen Skoda, Baujahr 2021, 110 kW, "
+            "Listenpreis 32.000 Euro, Kennzeichen W-12345A.")  # fmt: skip
     saved = client.post(
         f"/chat/api/conversations/{cid}/scenario",
-        json={"task": "Berechne die Kfz-Versicherung bei Disrupto für einen Skoda.",
-              "premium": priced["premium"]["gross"]},
+        json={"task": task, "premium": priced["premium"]["gross"]},
     )  # fmt: skip
     assert saved.status_code == 200, saved.text
     scenario = parse_scenario(yaml.safe_load(saved.text))
+    # a long task's title is cut after a whole word, never mid-number
+    assert scenario.title.endswith("…") and len(scenario.title) <= 80
+    assert task.startswith(scenario.title[:-1]) and task[len(scenario.title) - 1] == " "
     assert scenario.servers == ("disrupto",) and scenario.facts["p:make"] == "Skoda"
     assert {a.name for a in scenario.assumptions} == {"Bonus-Malus-Stufe", "Zulassungsbezirk"}
     records = asyncio.run(run_all([scenario], ReferenceAgent, 1, server.url, tmp_path))

@@ -561,6 +561,15 @@ def usage_of(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def title_of(task: str, most: int = 80) -> str:
+    """A saved scenario's title: the task, cut after a whole word where it is long."""
+    words = " ".join(task.split())
+    if len(words) <= most:
+        return words
+    cut = words[: most - 1].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…"
+
+
 def scenario_yaml(events: list[dict[str, Any]], task: str, premium: Any, currency: str) -> str:
     """A scenario of the checker from a conversation's protocol (see ``ChatPage.scenario``)."""
     scenario = scenario_of(events, task, premium, currency)
@@ -614,7 +623,7 @@ def scenario_of(
         expected["premiums"] = premiums
     scenario = {
         "id": "conversation-" + uuid.uuid4().hex[:8],
-        "title": task[:80],
+        "title": title_of(task),
         "task": task,
         "servers": servers,
         "facts": facts,

@@ -136,6 +136,27 @@ def call(
 
 
 @contextlib.contextmanager
+def in_thread(app: Any) -> Iterator[str]:
+    """An ASGI app served by uvicorn on a free loopback port, in a thread of the test's
+    process, for the block; yields its base URL."""
+    import threading
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextlib.contextmanager
 def running(server: ExampleServer) -> Iterator[ExampleServer]:
     """The server started for the block, and stopped after it, however the block ends."""
     server.start()

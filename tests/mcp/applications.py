@@ -6,14 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
 import mcp_types as types
-import uvicorn
 from mcp import Client
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -22,7 +19,7 @@ from starlette.routing import Route
 
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import follow, step
-from tests.servers import free_port
+from tests.servers import in_thread
 
 IBAN = "AT611904300234573201"
 PERSON = {
@@ -123,14 +120,5 @@ def slow_first_application(upstream: str, delay: float) -> Iterator[str]:
     app = Starlette(
         routes=[Route("/{path:path}", forward, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])]
     )
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with in_thread(app) as url:
+        yield url

@@ -7,13 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import uvicorn
 from anthropic.types import Message
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -21,7 +19,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.insurer.test_flows import SKODA
-from tests.servers import free_port
+from tests.servers import in_thread
 
 PRODUCT = re.compile(r"https://pfefferminzia\.example/products/[a-z0-9-]+")
 CASE = re.compile(r"Business case ([0-9a-f]+)")
@@ -198,18 +196,9 @@ async def _completions(request: Request) -> Response:
 @contextmanager
 def openai_stub() -> Iterator[str]:
     """A real HTTP server speaking the chat completions API; yields its base URL (…/v1)."""
-    port = free_port()
     app = Starlette(routes=[Route("/v1/chat/completions", _completions, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with in_thread(app) as url:
+        yield url + "/v1"
 
 
 class FakeAnthropic:

@@ -206,9 +206,9 @@ def test_one_key_is_one_application_and_another_key_is_already_applied(
     async def body(client: Client) -> None:
         offer = await make_offer(client)
         apply = step(offer, "createApplication")
-        body = application(offer)  # one body: a retry sends what the first call sent
-        first = await follow(client, apply, body, idempotencyKey="dup-1")
-        again = await follow(client, apply, body, idempotencyKey="dup-1")
+        sent = application(offer)  # one body: a retry sends what the first call sent
+        first = await follow(client, apply, sent, idempotencyKey="dup-1")
+        again = await follow(client, apply, sent, idempotencyKey="dup-1")
         assert "Replayed" in again.content[0].text
         assert (
             again.structured_content["application"]["applicationId"]

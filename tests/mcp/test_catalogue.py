@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from jsonschema import Draft202012Validator
 
 from omds_ld.mcp.catalogue import by_name, tools
@@ -11,17 +13,63 @@ NORM = load_norm()
 
 
 def test_one_tool_per_operation_named_and_described_by_the_norm() -> None:
-    specs = by_name(tools(NORM, draft_at_server=True))
+    specs = by_name(tools(NORM, draft_at_server=None))  # the process is not known yet: all
     assert set(specs) == set(NORM.operations)
     for name, spec in specs.items():
         assert spec.description == NORM.operation(name).description
         Draft202012Validator.check_schema(spec.input_schema)
+        Draft202012Validator.check_schema(spec.shown_schema)
 
 
-def test_draft_tools_only_where_the_insurer_keeps_the_draft() -> None:
+def test_the_tools_of_the_insurers_process_only() -> None:
     without = set(by_name(tools(NORM, draft_at_server=False)))
     assert "createCalculation" not in without and "inquireTariff" in without
     assert without == {o.operation_id for o in NORM.operations.values() if not o.draft}
+    draft = set(by_name(tools(NORM, draft_at_server=True)))
+    assert {"inquireTariff", "readDefaultInstance"}.isdisjoint(draft)
+    assert {"createCalculation", "listProducts", "readShape", "createApplication"} <= draft
+    assert draft == {o.operation_id for o in NORM.operations.values() if not o.inquiry}
+
+
+# arguments a model sends, taken from the example flows: both schemas admit each of them
+ADMITTED = {
+    "listProducts": {"offset": 10, "limit": 5},
+    "readProduct": {"productId": "kraftfahrt-2025", "full": True},
+    "createCalculation": {
+        "body": {"p:hasRootProduct": "https://pfefferminzia.example/products/kraftfahrt-2025"},
+        "idempotencyKey": "k-1",
+    },
+    "createRiskObject": {"caseId": "abc", "body": {"@type": "p:Vehicle", "p:make": "Skoda"}},
+    "setAttributes": {
+        "caseId": "abc",
+        "body": {"bc:values": [{"bc:attribute": "https://x.example/a", "p:value": 3}]},
+    },
+    "createOffer": {"caseId": "abc"},
+    "inquireTariff": {"body": {"p:instance": {"p:instanceOf": "https://x.example/p"}}},
+}
+
+
+def test_a_model_is_shown_a_lean_schema_that_admits_all_the_full_one_admits() -> None:
+    specs = by_name(tools(NORM, draft_at_server=None))
+    for name, spec in specs.items():
+        shown, full = spec.shown_schema, spec.input_schema
+        assert set(shown["properties"]) == set(full["properties"]), name
+        assert shown["required"] == full["required"], name
+        text = json.dumps(shown)
+        for keyword in ("$ref", "$defs", "pattern", "anyOf", "const", "maxLength"):
+            assert keyword not in text, f"{name} shows {keyword}"
+        for key, value in shown["properties"].items():
+            assert value.get("type") == full["properties"][key].get("type", "object"), key
+    for name, arguments in ADMITTED.items():
+        spec = specs[name]
+        assert Draft202012Validator(spec.input_schema).is_valid(arguments), name
+        assert Draft202012Validator(spec.shown_schema).is_valid(arguments), name
+    # what only the full schema refuses is refused by the server before the insurer is asked
+    bad = {"caseId": "a b", "body": {"@type": "p:Vehicle"}}
+    assert Draft202012Validator(specs["createRiskObject"].shown_schema).is_valid(bad)
+    assert not Draft202012Validator(specs["createRiskObject"].input_schema).is_valid(bad)
+    body = specs["createApplication"].shown_schema["properties"]["body"]
+    assert "bc:consent" in body["description"] and "bc:offerDigest" in body["description"]
 
 
 def test_inputs_are_parameters_body_key_and_full() -> None:
@@ -45,7 +93,7 @@ def test_recursive_bodies_resolve_in_the_input_schema() -> None:
 
 
 def test_annotations_follow_the_kind() -> None:
-    specs = by_name(tools(NORM, True))
+    specs = by_name(tools(NORM, None))
     assert specs["listProducts"].annotations.read_only
     assert specs["inquireTariff"].annotations.read_only
     assert not specs["createCalculation"].annotations.read_only

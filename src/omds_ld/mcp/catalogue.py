@@ -23,11 +23,13 @@ class Annotations:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: the operation it calls and the schema of its arguments."""
+    """One tool: the operation it calls, the schema its arguments are checked against, and the
+    lean schema a client is shown (``shown_schema``, which admits all the first admits)."""
 
     operation: Operation
     input_schema: Mapping[str, Any]
     annotations: Annotations
+    shown_schema: Mapping[str, Any]
 
     @property
     def name(self) -> str:
@@ -100,12 +102,60 @@ def input_schema(operation: Operation) -> dict[str, Any]:
     return schema
 
 
-def tools(norm: Norm, draft_at_server: bool) -> list[ToolSpec]:
-    """Every tool of the norm; the draft's tools only where the insurer keeps the draft."""
+_SHOWN_KEYWORDS = ("type", "enum")
+
+
+def shown_schema(operation: Operation) -> dict[str, Any]:
+    """What a model is shown of the tool's arguments: each one's name and type, and the body in a
+    line.
+
+    The full input schema is what the server checks before it calls the insurer, and a refusal
+    says what is admissible; a model needs no copy of patterns, bounds and body definitions in
+    every tool: the answers' next steps give ids and ready bodies, and name the shapes a body
+    must fill, with their fields. This schema admits everything the full one admits.
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for parameter in (*operation.path_parameters, *operation.query_parameters):
+        properties[parameter.name] = {
+            k: parameter.schema[k] for k in _SHOWN_KEYWORDS if k in parameter.schema
+        }
+        if parameter.required:
+            required.append(parameter.name)
+    if operation.request_schema is not None:
+        body: dict[str, Any] = {"type": "object"}
+        if operation.body_description:
+            body["description"] = operation.body_description
+        properties["body"] = body
+        if operation.body_required:
+            required.append("body")
+    if operation.takes_idempotency_key:
+        properties["idempotencyKey"] = {"type": "string"}
+    properties["full"] = {"type": "boolean"}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def in_process(operation: Operation, draft_at_server: bool | None) -> bool:
+    """Whether the insurer's process uses the operation: the draft's operations where it keeps
+    the draft, the tariff inquiry's where it keeps none; ``None`` (not known yet): every one."""
+    if draft_at_server is None:
+        return True
+    if operation.draft:
+        return draft_at_server
+    return not (operation.inquiry and draft_at_server)
+
+
+def tools(norm: Norm, draft_at_server: bool | None) -> list[ToolSpec]:
+    """The tools of the norm the insurer's process uses (every one while it is not known)."""
     return [
-        ToolSpec(op, input_schema(op), annotations_for(op))
+        ToolSpec(op, input_schema(op), annotations_for(op), shown_schema(op))
         for op in norm.operations.values()
-        if draft_at_server or not op.draft
+        if in_process(op, draft_at_server)
     ]
 
 

@@ -125,7 +125,8 @@ class Connector:
         self.published: frozenset[str] | None = None
         # built once for each draft-at-server and published set: the specs and tools
         self._catalogues: dict[
-            tuple[bool, frozenset[str] | None], tuple[dict[str, ToolSpec], list[types.Tool]]
+            tuple[bool | None, frozenset[str] | None],
+            tuple[dict[str, ToolSpec], list[types.Tool]],
         ] = {}
         self.server = NormServer(
             f"omds-ld-{instance.name}",
@@ -142,7 +143,7 @@ class Connector:
     def _catalogue(self) -> tuple[dict[str, ToolSpec], list[types.Tool]]:
         # until the process knowledge is known, every tool of the norm: a failed read says
         # nothing about the draft, and a tool listed too many is refused as temporary
-        key = (self.draft_at_server is not False, self.published)
+        key = (self.draft_at_server, self.published)
         catalogue = self._catalogues.get(key)
         if catalogue is None:
             specs = by_name(
@@ -267,7 +268,7 @@ class Connector:
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         spec = self.specs.get(name)
-        return None if spec is None else dict(spec.input_schema)
+        return None if spec is None else dict(spec.shown_schema)
 
     def tool_list(self) -> list[types.Tool]:
         return list(self._catalogue()[1])
@@ -279,7 +280,7 @@ class Connector:
                 name=spec.name,
                 title=spec.title,
                 description=spec.description,
-                input_schema=dict(spec.input_schema),
+                input_schema=dict(spec.shown_schema),
                 output_schema=OUTPUT_SCHEMA,
                 annotations=types.ToolAnnotations(
                     title=spec.title,

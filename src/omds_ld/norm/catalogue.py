@@ -57,6 +57,11 @@ class Operation:
     # its request or answer carries personal data (x-omds-ld personal): never cached, never kept
     # by an MCP server (a retry is replayed by the insurer), never logged
     personal: bool = False
+    # part of the tariff inquiry (x-omds-ld inquiry), the way of an insurer that keeps no draft:
+    # an MCP server lists it only there
+    inquiry: bool = False
+    # what the request body holds, in a line (the requestBody's description)
+    body_description: str = ""
     _validator: SchemaValidator | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -165,7 +170,9 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
             body_required = False
             validator = None
             request_body = raw.get("requestBody")
+            body_description = ""
             if request_body:
+                body_description = str(request_body.get("description", "")).strip()
                 body_required = bool(request_body.get("required", False))
                 content = request_body["content"]
                 media = content.get("application/ld+json") or next(iter(content.values()))
@@ -188,6 +195,8 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
                 body_required=body_required,
                 binds=bool(extension.get("binds", False)),
                 personal=bool(extension.get("personal", False)),
+                inquiry=bool(extension.get("inquiry", False)),
+                body_description=body_description,
                 _validator=validator,
             )
 

@@ -162,8 +162,9 @@ def test_a_read_says_how_old_it_is_and_how_long_it_may_be_reused(
             assert 0 < provenance["reusableForSeconds"] <= 60
             assert provenance["reusableUntil"] > provenance["time"]
         assert not first.structured_content["provenance"]["fromCache"]
-        assert "as of now, reusable " in first.content[0].text.splitlines()[0]
+        assert re.search(r" · readProduct · reusable \d+ s$", first.content[0].text.splitlines()[0])
         assert again.structured_content["provenance"]["fromCache"]
+        assert " · from the cache, " in again.content[0].text.splitlines()[0]
         assert " s old, reusable " in again.content[0].text.splitlines()[0]
 
     run(server, "disrupto", body)
@@ -555,3 +556,28 @@ def test_a_component_left_out_of_the_draft_is_one_line_until_it_is_included(
         assert components["vollkasko"]["attributes"], draft
 
     run(server, "pfefferminzia", body)
+
+
+def test_in_a_session_an_edits_answer_names_the_unchanged_draft_and_a_read_shows_it(
+    server: ExampleServer,
+) -> None:
+    """#20: the draft is not repeated in every answer of a session; a read has it whole."""
+
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        added = await follow(client, step(case, "createRiskObject"), SKODA)
+        text = added.content[0].text
+        assert "Draft of Kraftfahrt 2025 ~/draft: unchanged since the last answer" in text
+        assert "[x] Kfz-Haftpflicht" not in text and 'p:make="Skoda"' in text
+        assert "Still at the insurer's default: Bonus-Malus-Stufe = 9;" in text
+        read = await follow(client, step(added, "readCalculation"))
+        assert "[x] Kfz-Haftpflicht" in read.content[0].text
+
+    run(server, "pfefferminzia", body, mode="legacy")
+
+    async def sessionless(client: Client) -> None:  # no session: nothing was shown before
+        case = await new_case(client)
+        added = await follow(client, step(case, "createRiskObject"), SKODA)
+        assert "[x] Kfz-Haftpflicht" in added.content[0].text
+
+    run(server, "pfefferminzia", sessionless)

@@ -59,19 +59,66 @@ def test_a_case_is_condensed_to_tree_report_steps_and_shapes(service: InsurerSer
         assert node["@id"] in {c["iri"] for c in draft["components"]}
         assert node["@id"].replace(case["@id"], "~") in text
     assert 'Zulassungsbezirk = "W" (one of W (Wien), N (Niederösterreich), B (Burgenland),' in text
-    assert "can still be included: Vollkasko, Insassenunfall, Rechtsschutz" in text
+    assert "[ ] Vollkasko (one of group kasko; including it replaces Teilkasko)" in text
     assert "Genau ein Fahrzeug" in text  # the insurer's language (de) first
+    steps = text.split("Next steps", 1)[1]
     for step in case["bc:nextStep"]:
-        assert f"{step['bc:operation']} · {step['bc:target'].replace(case['@id'], '~')}" in text
+        component = step.get("bc:parameters", {}).get("componentId")
+        if component:  # the argument names the target: the target is left out
+            assert component in steps and step["bc:target"].replace(case["@id"], "~") not in steps
+        else:
+            assert f"{step['bc:operation']} · {step['bc:target'].replace(case['@id'], '~')}" in text
+    # the steps of one tool that differ in the one argument naming their target: one line
+    assert "includeComponent · componentId one of vollkasko, insassenunfall, rechtsschutz" in text
     assert "p:powerKw: integer, 1..600, required — Leistung (kW)" in text
     assert result.structured["nextSteps"][0]["tool"] == "createRiskObject"
+    assert len(result.structured["nextSteps"]) == len(case["bc:nextStep"])
+
+
+def test_an_abbreviation_used_once_is_written_whole(service: InsurerService) -> None:
+    products = dict(service.listProducts(ANONYMOUS, {"offset": 0, "limit": 10}, None).body)
+    text = condensed(products).text
+    assert "~ =" not in text and "~/" not in text
+    assert f"Kraftfahrt 2025 {PRODUCT}" in text  # the name begins with its line of business
+    assert "readProduct · productId=kraftfahrt-2025" in text
+
+
+def test_an_edits_answer_names_a_draft_shown_the_same_before(service: InsurerService) -> None:
+    case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
+    first = condense(
+        case, operation="createCalculation", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen={},
+    )  # fmt: skip
+    assert "[x] Kfz-Haftpflicht" in first.text and first.drafts
+    case_id = case["bc:caseId"]
+    added = dict(service.createRiskObject(ANONYMOUS, {"caseId": case_id}, SKODA).body)
+    again = condense(
+        added, operation="createRiskObject", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen=first.drafts,
+    )  # fmt: skip
+    assert "~/draft: unchanged since the last answer" in again.text
+    assert "[x] Kfz-Haftpflicht" not in again.text
+    assert "Still at the insurer's default: Bonus-Malus-Stufe = 9;" in again.text
+    assert 'p:make="Skoda"' in again.text  # what changed is shown
+    assert again.structured["draft"]["components"]  # a program still reads the whole draft
+    assert OUTPUT.is_valid(again.structured)
+    # a read (no drafts_seen) shows it whole; so does an edit that changed it
+    assert "[x] Kfz-Haftpflicht" in condensed(added).text
+    attribute = added["bc:draft"]["p:attribute"][0]["@id"]
+    values = {"bc:values": [{"bc:attribute": attribute, "p:value": 5}]}
+    changed = dict(service.setAttributes(ANONYMOUS, {"caseId": case_id}, values).body)
+    shown = condense(
+        changed, operation="setAttributes", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen=again.drafts,
+    )  # fmt: skip
+    assert "Bonus-Malus-Stufe = 5" in shown.text and "[x] Kfz-Haftpflicht" in shown.text
 
 
 def test_a_shape_seen_before_is_named_not_repeated(service: InsurerService) -> None:
     case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
     vehicle = "https://pfefferminzia.example/shapes/VehicleShape"
     again = condensed(case, seen=(vehicle,))
-    assert "VehicleShape" in again.text and "as shown before" in again.text
+    assert "Shapes as shown before: VehicleShape" in again.text
     assert "p:powerKw" not in again.text
     assert OUTPUT.is_valid(again.structured)
 

@@ -9,7 +9,9 @@ every shape a next step expects. As compact text, and as ``structuredContent`` m
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import hashlib
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -88,6 +90,8 @@ class Condensed:
 
     text: str
     structured: dict[str, Any]
+    # each draft the text showed whole: its IRI and a digest of what was shown
+    drafts: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def label(value: Any, language: str) -> str:
@@ -202,21 +206,44 @@ class _Writer:
         self.lines: list[str] = []
         self.data: dict[str, Any] = {}
         self.base: str | None = None
+        self._declared_at = 0
+        self._abbreviated: list[str] = []
         # in an inquiry's instance, attributes are named by property and nodes by what they are
         self.by_property = False
         self.shown_properties: set[str] = set()
         self.absent: list[str] = []
+        # the drafts this session was shown (IRI → digest) and whether an unchanged one is only
+        # named (in the answer of an edit; a read shows it whole)
+        self.drafts_before: Mapping[str, str] = {}
+        self.name_unchanged = False
+        self.drafts: dict[str, str] = {}
 
     def abbreviate_below(self, base: str) -> None:
         """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""
         self.base = base.rstrip("/")
+        self._declared_at = len(self.lines)
+        self._abbreviated = []
         self.line(f"~ = {self.base}")
 
     def iri(self, iri: Any) -> str:
         text = str(iri)
         if self.base and (text == self.base or text.startswith(self.base + "/")):
-            return "~" + text[len(self.base) :]
+            self._abbreviated.append("~" + text[len(self.base) :])
+            return self._abbreviated[-1]
         return text
+
+    def settle_abbreviation(self) -> None:
+        """An abbreviation used once costs more than it saves: the IRI is written whole."""
+        if self.base is None or len(self._abbreviated) > 1:
+            return
+        del self.lines[self._declared_at]
+        for short in self._abbreviated:
+            for index in range(self._declared_at, len(self.lines)):
+                if short in self.lines[index]:
+                    whole = self.base + short[1:]
+                    self.lines[index] = self.lines[index].replace(short, whole, 1)
+                    break
+        self.base = None
 
     def line(self, text: str = "", indent: int = 0) -> None:
         self.lines.append("  " * indent + text)
@@ -267,7 +294,7 @@ class _Writer:
             flags.append("including it replaces " + ", ".join(replaces))
         mark = "[x]" if included else "[ ]"
         suffix = f" ({'; '.join(flags)})" if flags else ""
-        named = node.get("p:instanceOf") if self.by_property else self.iri(node.get("@id", ""))
+        named = self.iri(node.get("p:instanceOf") if self.by_property else node.get("@id", ""))
         self.line(f"{mark} {name}{suffix} {named}", indent)
         # in a draft at the server, a component left out is one line: its attributes come with
         # the answer that includes it; in an inquiry body they are set in the same request as
@@ -297,6 +324,7 @@ class _Writer:
             self.line(f"Default instance of {name}:")
         else:
             self.line(f"Draft of {name} {self.iri(draft.get('@id', '—'))}")
+        start = len(self.lines)
         root_attributes = [self.attribute(a, 1) for a in many(draft.get("p:attribute"))]
         raw_parts = list(many(draft.get("p:hasPart")))
         included_in_group: dict[str, list[str]] = {}
@@ -321,14 +349,25 @@ class _Writer:
             "attributes": root_attributes,
             "components": parts,
         }
-        if includable is not None:
-            names = {p["iri"]: p["label"] for p in parts}
-            shown = ", ".join(names.get(i, local(i)) for i in includable) or "none"
-            self.line(f"can still be included: {shown}", 1)
+        if includable is not None:  # the text marks them [ ], the next steps include them
             structured["includable"] = list(includable)
         self.data["draft"] = structured
+        if not self.by_property and draft.get("@id"):
+            self._unless_unchanged(str(draft["@id"]), start, name)
         self.defaults(draft)
         self.risk_objects(many(draft.get("p:hasRiskObject")))
+
+    def _unless_unchanged(self, iri: str, start: int, name: str) -> None:
+        """The draft's lines from ``start`` stay unless this session was shown the same draft
+        before and this is an edit's answer: then one line says so."""
+        digest = hashlib.sha256("\n".join(self.lines[start:]).encode()).hexdigest()[:16]
+        self.drafts[iri] = digest
+        if self.name_unchanged and self.drafts_before.get(iri) == digest:
+            del self.lines[start - 1 :]
+            self.line(
+                f"Draft of {name} {self.iri(iri)}: unchanged since the last answer "
+                "(readCalculation shows it)"
+            )
 
     def defaults(self, instance: Mapping[str, Any]) -> None:
         """What is still as the insurer's default left it, in one block: the values nobody set
@@ -491,17 +530,30 @@ class _Writer:
         shared = " ".join(f"{k}={v}" for k, v in common.items())
         self.line(f"{heading}{f', each with {shared}' if shared else ''}:")
         out = []
+        lines: list[str | _Plain] = []
         for step, arguments in zip(kept, all_arguments, strict=True):
             expects = list(many(step.get("bc:expects")))
-            text = f"{step['bc:operation']} · {self.iri(step['bc:target'])}"
-            if expects:
-                text += " · " + ", ".join(shapes.get(e, local(e)) for e in expects)
             own = {k: v for k, v in arguments.items() if k not in common}
-            if own:
-                text += " · " + " ".join(f"{k}={v}" for k, v in own.items())
-            if step.get("bc:body"):
-                text += " · body " + json.dumps(step["bc:body"], ensure_ascii=False)
-            self.line(text, 1)
+            # the target is left out where an argument names it (as its last segment) or the
+            # ready body does
+            target = str(step["bc:target"])
+            body = step.get("bc:body")
+            named = any(str(v) == local(target) for v in own.values()) or (
+                isinstance(body, Mapping) and target in body.values()
+            )
+            if named and not expects and not step.get("bc:body"):
+                _add_plain(lines, str(step["bc:operation"]), own)
+            else:
+                text = str(step["bc:operation"])
+                if not named:
+                    text += f" · {self.iri(step['bc:target'])}"
+                if expects:
+                    text += " · " + ", ".join(shapes.get(e, local(e)) for e in expects)
+                if own:
+                    text += " · " + " ".join(f"{k}={v}" for k, v in own.items())
+                if step.get("bc:body"):
+                    text += " · body " + json.dumps(step["bc:body"], ensure_ascii=False)
+                lines.append(text)
             entry: dict[str, Any] = {"tool": step["bc:operation"], "target": step["bc:target"]}
             if arguments:
                 entry["arguments"] = arguments
@@ -512,6 +564,8 @@ class _Writer:
             if step.get("rdfs:label"):
                 entry["label"] = label(step["rdfs:label"], self.language)
             out.append(entry)
+        for line in lines:
+            self.line(line if isinstance(line, str) else line.text(), 1)
         if precision.more_to_find:
             self.line(f"({precision.line()})", 1)
         self.data["nextSteps"] = out
@@ -526,6 +580,7 @@ class _Writer:
         """Each shape with its fields; one seen before is only named, one a ready body fills is
         left out of the text (the step names it; ``structuredContent`` and readShape have it)."""
         out = []
+        before = []
         for shape in shapes:
             name = local(shape["@id"])
             target = shape.get("sh:targetClass", "")
@@ -533,7 +588,7 @@ class _Writer:
                 out.append({"iri": shape["@id"], "targetClass": target, "filledByBody": True})
                 continue
             if shape["@id"] in seen:
-                self.line(f"Shape {name}: as shown before")
+                before.append(name)
                 out.append({"iri": shape["@id"], "targetClass": target, "shownBefore": True})
                 continue
             paths = {str(f.get("sh:path")) for f in many(shape.get("sh:property"))}
@@ -566,7 +621,43 @@ class _Writer:
                     1,
                 )
             out.append({"iri": shape["@id"], "targetClass": target, "fields": fields})
+        if before:
+            self.line(f"Shapes as shown before: {', '.join(before)}")
         self.data["shapes"] = out
+
+
+@dataclass
+class _Plain:
+    """Next steps that are a tool and the arguments naming its target, written as one line:
+    several tools with the same arguments ("readOffer, listApplications · offerId=…"), or one
+    tool with the values of one argument ("includeComponent · componentId one of a, b")."""
+
+    tools: list[str]
+    arguments: dict[str, list[Any]]
+
+    def text(self) -> str:
+        given = " ".join(
+            f"{k}={v[0]}" if len(v) == 1 else f"{k} one of {', '.join(str(x) for x in v)}"
+            for k, v in self.arguments.items()
+        )
+        return f"{', '.join(self.tools)} · {given}"
+
+
+def _add_plain(lines: list[str | _Plain], tool: str, arguments: Mapping[str, Any]) -> None:
+    last = lines[-1] if lines and isinstance(lines[-1], _Plain) else None
+    if last is not None and last.tools == [tool] and len(arguments) == 1 == len(last.arguments):
+        (key, value), (last_key, values) = (
+            next(iter(arguments.items())),
+            next(iter(last.arguments.items())),
+        )
+        if key == last_key:
+            values.append(value)
+            return
+    singles = {k: [v] for k, v in arguments.items()}
+    if last is not None and last.arguments == singles:
+        last.tools.append(tool)
+        return
+    lines.append(_Plain([tool], singles))
 
 
 def _arguments(step: Mapping[str, Any]) -> dict[str, Any]:
@@ -625,10 +716,12 @@ def _product_list(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         product_id = product.get("bc:productId") or _id_of(product.get("@id"))
         if not product.get("bc:productId"):
             w.missing(f"bc:productId of product {name or product.get('@id')}")
-        w.line(
-            f"{name} ({line_of_business}) {w.iri(product.get('@id', '—'))} productId={product_id}",
-            1,
-        )
+        iri = str(product.get("@id", "—"))
+        # the id is written only where the IRI does not end with it (the next steps give it)
+        named = "" if local(iri) == product_id else f" productId={product_id}"
+        # its line of business, unless the name already begins with it
+        kind = "" if name.startswith(line_of_business) else f" ({line_of_business})"
+        w.line(f"{name}{kind} {w.iri(iri)}{named}", 1)
         out.append(
             {
                 "iri": product.get("@id"),
@@ -654,14 +747,14 @@ def _how_it_works(w: _Writer, answer: Mapping[str, Any]) -> None:
     }
     if "createCalculation" in starts:
         w.line(
-            "How it works: the insurer keeps the draft at the server. createCalculation starts "
-            "it; each answer then offers the edits, calculatePremium prices it."
+            "How it works: a draft at the server; createCalculation starts it, each answer "
+            "offers the edits, calculatePremium prices it."
         )
         w.data["process"] = "draft at the server"
     elif "readDefaultInstance" in starts:
         w.line(
-            "How it works: the insurer keeps no draft. readDefaultInstance gives a product's "
-            "ready body; add the risk object and send it to inquireTariff, which prices it."
+            "How it works: no draft; readDefaultInstance gives a ready body, add the risk "
+            "object, inquireTariff prices it."
         )
         w.data["process"] = "inquiry"
 
@@ -761,10 +854,7 @@ def _tariff_result(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
 
 def _business_case(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     name = label(answer.get("rdfs:label"), w.language)
-    w.line(
-        f"Business case {answer.get('bc:caseId')} · status "
-        f"{answer.get('bc:status')} · {name} <{answer.get('p:hasRootProduct')}>"
-    )
+    w.line(f"Business case {answer.get('bc:caseId')} · status {answer.get('bc:status')} · {name}")
     if answer.get("@id"):
         w.abbreviate_below(str(answer["@id"]))
     w.data["case"] = {
@@ -923,13 +1013,18 @@ def condense(
     provenance: Mapping[str, Any],
     shapes_seen: Collection[str] = (),
     offered: Collection[str] | None = None,
+    drafts_seen: Mapping[str, str] | None = None,
 ) -> Condensed:
     """Condense one answer of the insurer, in the norm's canonical JSON-LD form.
 
     ``shapes_seen`` names the shapes this session was shown already: they are named, not repeated.
     ``offered`` names the tools the caller has: next steps to other operations are left out.
+    ``drafts_seen`` (the drafts this session was shown, as ``Condensed.drafts`` gave them): given
+    to an edit's answer, a draft shown the same before is one line.
     """
     w = _Writer(language)
+    if drafts_seen is not None:
+        w.drafts_before, w.name_unchanged = drafts_seen, True
     kind = str(answer.get("@type", ""))
     w.data.update({"operation": operation, "insurer": insurer, "status": status})
     w.line(f"{insurer} · {operation}")
@@ -952,8 +1047,9 @@ def condense(
         filled = {s["@id"] for s in shapes if s["@id"] not in open_steps}
         w.shapes(shapes, shapes_seen, filled | ready_fills)
     w.report_missing()
+    w.settle_abbreviation()
     _provenance(w, provenance)
-    return Condensed("\n".join(w.lines), w.data)
+    return Condensed("\n".join(w.lines), w.data, w.drafts)
 
 
 def _id_of(iri: Any) -> str | None:
@@ -1022,9 +1118,9 @@ def _provenance(w: _Writer, provenance: Mapping[str, Any]) -> None:
     structured."""
     if "ageSeconds" in provenance:
         age, left = provenance["ageSeconds"], provenance.get("reusableForSeconds", 0)
-        reuse = f"reusable {left} s more" if left > 0 else "not to be reused: ask again"
-        origin = f"from the cache, {age} s old" if provenance.get("fromCache") else "as of now"
-        w.lines[0] += f" · {origin}, {reuse}"
+        reuse = f"reusable {left} s" if left > 0 else "not to be reused: ask again"
+        origin = f"from the cache, {age} s old, " if provenance.get("fromCache") else ""
+        w.lines[0] += f" · {origin}{reuse}"
     replayed = provenance.get("replayed")
     if replayed:
         when = f" ({replayed})" if isinstance(replayed, str) else ""

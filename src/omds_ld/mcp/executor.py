@@ -63,6 +63,7 @@ class SessionMemory:
 
     shapes: set[str] = field(default_factory=set)
     cases: dict[str, str] = field(default_factory=dict)  # caseId → product IRI
+    drafts: dict[str, str] = field(default_factory=dict)  # draft IRI → digest of what was shown
 
 
 @dataclass(frozen=True)
@@ -671,8 +672,15 @@ class Executor:
             provenance=provenance,
             shapes_seen=seen,
             offered=offered,
+            # an edit's answer names a draft shown the same before; a read shows it whole
+            drafts_seen=memory.drafts if spec.operation.kind != "read" else None,
         )
         seen.update(s["@id"] for s in body.get("bc:shape", []) if "@id" in s)
+        for iri, digest in condensed.drafts.items():  # the latest last
+            memory.drafts.pop(iri, None)
+            memory.drafts[iri] = digest
+        while len(memory.drafts) > MAX_CASES_REMEMBERED:
+            del memory.drafts[next(iter(memory.drafts))]
         case = condensed.structured.get("case")
         if log.get("session") and isinstance(case, dict) and case.get("caseId"):
             memory.cases.pop(str(case["caseId"]), None)  # the latest last

@@ -16,7 +16,7 @@ from rdflib import RDFS, Graph, URIRef
 from omds_ld.insurer.applications import ApplicationRules
 from omds_ld.insurer.applications import parse_rules as parse_application_rules
 from omds_ld.insurer.checks import Finding, InsurerDataError, check_product, product_facts
-from omds_ld.insurer.shacl import ShapeValidator
+from omds_ld.insurer.constraints import ShapeValidator
 from omds_ld.insurer.tariff import Tariff
 from omds_ld.insurer.warnings import Rule, parse_rules
 from omds_ld.norm.jsonld import P

@@ -77,6 +77,11 @@ def _report(conforms: bool, results_graph: Graph) -> Report:
                 value=value.toPython() if isinstance(value, Literal) else None,
             )
         )
+    return clean_report(conforms, results)
+
+
+def clean_report(conforms: bool, results: list[Result]) -> Report:
+    """The results in a stable order, each said once, their values as JSON has them."""
     results.sort(key=lambda r: (r.focus_node, r.path or "", r.constraint))
     clean: list[Result] = []
     seen: set[tuple[str, str | None, tuple[tuple[str, str], ...]]] = set()
@@ -95,8 +100,8 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-class ShapeValidator:
-    """Validates data graphs against one shapes graph, compiled once.
+class PyShaclValidator:
+    """Validates data graphs against one shapes graph with pySHACL, its shapes harvested once.
 
     pySHACL harvests the shapes of a shapes graph on every call of its ``validate()``; here the
     harvested shapes graph is kept and reused, the way compiled JSON schema validators are. The

@@ -29,7 +29,7 @@ def risk_object_iri(base_iri: str, risk_object_id: str) -> str:
     return f"{base_iri}/risk-objects/{risk_object_id}"
 
 
-def _add_risk_object(graph: Graph, shape: NodeShape, iri: str, risk_object: RiskObject) -> URIRef:
+def add_risk_object(graph: Graph, shape: NodeShape, iri: str, risk_object: RiskObject) -> URIRef:
     ref = URIRef(iri)
     graph.add((ref, RDF.type, URIRef(risk_object.class_iri)))
     for prop, value in risk_object.values.items():
@@ -57,7 +57,7 @@ def draft_graph(product: Product, draft: Draft, base_iri: str) -> Graph:
                 graph.add((ref, URIRef(attribute.path), to_literal(value, attribute.datatype)))
     for risk_object in draft.risk_objects:
         iri = risk_object_iri(base_iri, risk_object.id)
-        ref = _add_risk_object(graph, product.risk_object.shape, iri, risk_object)
+        ref = add_risk_object(graph, product.risk_object.shape, iri, risk_object)
         graph.add((root, HAS_RISK_OBJECT, ref))
     return graph
 
@@ -76,6 +76,11 @@ def validate_draft(product: Product, draft: Draft, base_iri: str) -> Report:
 
 def validate_risk_object(product: Product, risk_object: RiskObject, iri: str) -> Report:
     """Validate one risk object against the product's risk object shape only."""
+    return product.risk_validator.validate(risk_object_graph(product, risk_object, iri))
+
+
+def risk_object_graph(product: Product, risk_object: RiskObject, iri: str) -> Graph:
+    """One risk object as RDF, alone."""
     graph = Graph()
-    _add_risk_object(graph, product.risk_object.shape, iri, risk_object)
-    return product.risk_validator.validate(graph)
+    add_risk_object(graph, product.risk_object.shape, iri, risk_object)
+    return graph

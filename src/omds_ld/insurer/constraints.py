@@ -1,0 +1,297 @@
+"""The simple constraints of a shapes graph, compiled once and checked directly on a data graph.
+
+A product's shapes say little: for each property of a class, how many values, which datatype,
+which range, length, pattern, enumeration or class. pySHACL checks that through its whole
+machinery on every run (targets, value nodes and results as triples in graphs), which made
+SHACL most of a request's time. ``CompiledShapes`` reads the shapes once into plain checks and
+gives the same report pySHACL gives (``tests/insurer/test_constraints.py`` compares both on every
+shipped product and on generated bad input). A shapes graph that uses anything else (another
+target, a path that is not one property, logical or shape-based constraints, a severity, a
+property without ``sh:message``) is not compiled: ``compile_shapes`` answers None, and the
+caller keeps pySHACL for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from rdflib import RDF, RDFS, XSD, BNode, Graph, Literal, URIRef
+from rdflib.collection import Collection
+from rdflib.term import Node
+
+from omds_ld.insurer.shacl import PyShaclValidator, Report, Result, clean_report
+from omds_ld.norm.shapes import SH
+
+# what of SHACL a node shape or property shape may say for it to be compiled (terms of other
+# vocabularies mean nothing to SHACL); anything else: pySHACL
+_ANNOTATION_KEYS = frozenset(
+    {SH.name, SH.description, SH.order, SH.defaultValue, SH.message, SH.group}
+)
+_NODE_KEYS = _ANNOTATION_KEYS | {SH.targetClass, SH.property}
+_PROPERTY_KEYS = _ANNOTATION_KEYS | {
+    SH.path, SH.minCount, SH.maxCount, SH.datatype, SH.minInclusive, SH.maxInclusive, SH["in"],
+    SH.minLength, SH.maxLength, SH.pattern, SH["class"],
+}  # fmt: skip
+
+
+def _shacl_keys(shapes: Graph, node: Node) -> set[Node]:
+    return {k for k in shapes.predicates(node, None) if str(k).startswith(str(SH))}
+
+
+# checks whose values are datatype-aware: what Python type an RDF datatype's value must have
+_VALUE_TYPES: dict[URIRef, tuple[type, ...]] = {
+    XSD.string: (str,),
+    XSD.integer: (int,),
+    XSD.decimal: (Decimal,),
+    XSD.boolean: (bool,),
+    XSD.date: (dt.date,),
+    XSD.dateTime: (dt.datetime,),
+}
+
+# a check: the value nodes of one focus node in, the constraint components they break out
+# (each with the value node it is about, None for a count)
+Check = Callable[[Graph, list[Node]], Iterator[tuple[URIRef, Node | None]]]
+
+
+@dataclass(frozen=True)
+class _Property:
+    path: URIRef
+    messages: dict[str, str]
+    checks: tuple[Check, ...]
+
+
+@dataclass(frozen=True)
+class _Shape:
+    target: URIRef
+    properties: tuple[_Property, ...]
+
+
+class ShapeValidator:
+    """Validates data graphs against one shapes graph: its simple constraints compiled once and
+    checked directly; pySHACL where the shapes say more than those."""
+
+    def __init__(self, shapes: Graph) -> None:
+        self.shapes = shapes
+        self.compiled = compile_shapes(shapes)
+        self.pyshacl = PyShaclValidator(shapes)
+
+    def validate(self, data: Graph) -> Report:
+        return (self.compiled or self.pyshacl).validate(data)
+
+
+class CompiledShapes:
+    """Validates data graphs against shapes compiled by ``compile_shapes``."""
+
+    def __init__(self, shapes: tuple[_Shape, ...]) -> None:
+        self._shapes = shapes
+
+    def validate(self, data: Graph) -> Report:
+        results: list[Result] = []
+        for shape in self._shapes:
+            for focus in _focus_nodes(data, shape.target):
+                for prop in shape.properties:
+                    values = list(data.objects(focus, prop.path))
+                    for check in prop.checks:
+                        for component, value in check(data, values):
+                            results.append(
+                                Result(
+                                    focus_node=str(focus),
+                                    path=str(prop.path),
+                                    messages=prop.messages,
+                                    constraint=str(component),
+                                    value=value.toPython() if isinstance(value, Literal) else None,
+                                )
+                            )
+        return clean_report(not results, results)
+
+
+def compile_shapes(shapes: Graph) -> CompiledShapes | None:
+    """The shapes graph's node shapes as direct checks, or None where one says more than the
+    simple constraints (then pySHACL validates with it)."""
+    compiled = []
+    for node in set(shapes.subjects(RDF.type, SH.NodeShape)):
+        shape = _node_shape(shapes, node)
+        if shape is None:
+            return None
+        compiled.append(shape)
+    return CompiledShapes(tuple(sorted(compiled, key=lambda s: str(s.target))))
+
+
+def _node_shape(shapes: Graph, node: Node) -> _Shape | None:
+    keys = _shacl_keys(shapes, node)
+    targets = list(shapes.objects(node, SH.targetClass))
+    if not keys <= _NODE_KEYS or len(targets) != 1 or not isinstance(targets[0], URIRef):
+        return None
+    properties = []
+    for raw in shapes.objects(node, SH.property):
+        prop = _property_shape(shapes, raw)
+        if prop is None:
+            return None
+        properties.append(prop)
+    return _Shape(targets[0], tuple(properties))
+
+
+def _property_shape(shapes: Graph, node: Node) -> _Property | None:
+    keys = _shacl_keys(shapes, node)
+    path = shapes.value(node, SH.path)
+    if not keys <= _PROPERTY_KEYS or not isinstance(path, URIRef):
+        return None
+    messages: dict[str, str] = {}
+    for message in shapes.objects(node, SH.message):
+        if isinstance(message, Literal):
+            messages.setdefault(message.language or "en", str(message))
+    if not messages:  # pySHACL's own wording for a violation is not reproduced here
+        return None
+    messages.setdefault("en", "constraint violated")
+    messages.setdefault("de", messages["en"])
+    checks: list[Check] = []
+    for key in (SH.minCount, SH.maxCount):
+        bound = shapes.value(node, key)
+        if bound is not None:
+            checks.append(_count(key, int(bound.toPython()) if isinstance(bound, Literal) else 0))
+    datatype = shapes.value(node, SH.datatype)
+    if isinstance(datatype, URIRef):
+        if datatype not in _VALUE_TYPES:
+            return None
+        checks.append(_datatype(datatype))
+    for key in (SH.minInclusive, SH.maxInclusive):
+        bound = shapes.value(node, key)
+        if isinstance(bound, Literal):
+            checks.append(_inclusive(key, bound))
+    enumeration = shapes.value(node, SH["in"])
+    if enumeration is not None:
+        checks.append(_one_of(tuple(Collection(shapes, enumeration))))
+    for key in (SH.minLength, SH.maxLength):
+        bound = shapes.value(node, key)
+        if isinstance(bound, Literal):
+            checks.append(_length(key, int(bound.toPython())))
+    pattern = shapes.value(node, SH.pattern)
+    if isinstance(pattern, Literal):
+        checks.append(_pattern(re.compile(str(pattern))))
+    class_ = shapes.value(node, SH["class"])
+    if isinstance(class_, URIRef):
+        checks.append(_class(class_))
+    return _Property(path, messages, tuple(checks))
+
+
+def _focus_nodes(data: Graph, target: URIRef) -> list[Node]:
+    """Instances of the class and of its subclasses, as the data graph states them."""
+    classes = set(data.transitive_subjects(RDFS.subClassOf, target))
+    return sorted({s for c in classes for s in data.subjects(RDF.type, c)}, key=str)
+
+
+def _count(key: URIRef, bound: int) -> Check:
+    component = (
+        SH.MinCountConstraintComponent if key == SH.minCount else SH.MaxCountConstraintComponent
+    )
+
+    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
+        if (len(values) < bound) if key == SH.minCount else (len(values) > bound):
+            yield component, None
+
+    return check
+
+
+def _datatype(datatype: URIRef) -> Check:
+    """A literal of this datatype whose value is well formed; a plain literal is an xsd:string."""
+    kinds = _VALUE_TYPES[datatype]
+
+    def fits(value: Node) -> bool:
+        if not isinstance(value, Literal) or value.ill_typed:
+            return False
+        if value.datatype != datatype and not (
+            datatype == XSD.string and value.datatype is None and value.language is None
+        ):
+            return False
+        return isinstance(value.value, kinds)
+
+    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in values:
+            if not fits(value):
+                yield SH.DatatypeConstraintComponent, value
+
+    return check
+
+
+def _comparable(a: Any, b: Any) -> bool:
+    numbers = (int, float, Decimal)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool)
+    if isinstance(a, numbers) and isinstance(b, numbers):
+        return True
+    if isinstance(a, dt.datetime) or isinstance(b, dt.datetime):
+        return isinstance(a, dt.datetime) and isinstance(b, dt.datetime)
+    return type(a) is type(b) and isinstance(a, dt.date | str)
+
+
+def _inclusive(key: URIRef, bound: Literal) -> Check:
+    """A value at or above (at or below) the bound; a value not comparable with it breaks it."""
+    lowest = key == SH.minInclusive
+    component = SH.MinInclusiveConstraintComponent if lowest else SH.MaxInclusiveConstraintComponent
+    limit = bound.value
+
+    def holds(value: Node) -> bool:
+        if not isinstance(value, Literal) or value.ill_typed:
+            return False
+        python = value.value
+        if not _comparable(python, limit):
+            return False
+        return bool(python >= limit) if lowest else bool(python <= limit)
+
+    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in values:
+            if not holds(value):
+                yield component, value
+
+    return check
+
+
+def _one_of(members: tuple[Node, ...]) -> Check:
+    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in values:
+            if value not in members:
+                yield SH.InConstraintComponent, value
+
+    return check
+
+
+def _length(key: URIRef, bound: int) -> Check:
+    shortest = key == SH.minLength
+    component = SH.MinLengthConstraintComponent if shortest else SH.MaxLengthConstraintComponent
+
+    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in values:
+            if isinstance(value, BNode):
+                yield component, value
+                continue
+            size = len(str(value))
+            if (size < bound) if shortest else (size > bound):
+                yield component, value
+
+    return check
+
+
+def _pattern(pattern: re.Pattern[str]) -> Check:
+    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in values:
+            if isinstance(value, BNode) or pattern.search(str(value)) is None:
+                yield SH.PatternConstraintComponent, value
+
+    return check
+
+
+def _class(class_: URIRef) -> Check:
+    def check(data: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in values:
+            if isinstance(value, Literal) or not any(
+                kind == class_ or class_ in set(data.transitive_objects(kind, RDFS.subClassOf))
+                for kind in data.objects(value, RDF.type)
+            ):
+                yield SH.ClassConstraintComponent, value
+
+    return check

@@ -127,6 +127,29 @@ async def light_flow(http: httpx.AsyncClient, url: str, calls: list[float]) -> b
         return False
 
 
+async def interface_flow(http: httpx.AsyncClient, api: str, calls: list[float]) -> bool:
+    """The same flow at the interface alone, over plain HTTP: the baseline of the MCP arms."""
+
+    async def call(method: str, url: str, body: Any = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        answer = await http.request(method, url, json=body)
+        calls.append(time.perf_counter() - started)
+        answer.raise_for_status()
+        return dict(answer.json())
+
+    try:
+        products = await call("GET", f"{api}/products")
+        first = next(s for s in products["bc:nextStep"] if s["bc:operation"] == "createCalculation")
+        case = await call("POST", f"{api}/calculations", first["bc:body"])
+        cases = f"{api}/calculations/{case['bc:caseId']}"
+        await call("POST", f"{cases}/risk-objects", SKODA)
+        priced = await call("POST", f"{cases}/premium")
+        return bool(priced["bc:premium"]["bc:gross"] == 1684.88)
+    except Exception as error:
+        print(f"    a flow failed: {type(error).__name__}: {str(error)[:160]}")
+        return False
+
+
 async def arm(url: str, mode: str, agents: int) -> dict[str, Any]:
     """``agents`` flows at once: by the SDK client (``mode`` its era), or ``light``."""
     calls: list[float] = []
@@ -139,6 +162,8 @@ async def arm(url: str, mode: str, agents: int) -> dict[str, Any]:
         started = time.perf_counter()
         if mode == "light":
             ok = await light_flow(http, url, calls)
+        elif mode == "interface":
+            ok = await interface_flow(http, url, calls)
         else:
             ok = await flow(url, mode, calls)
         durations.append(time.perf_counter() - started)
@@ -247,26 +272,35 @@ def main() -> None:
                 f"  {'server · era':<34} {'ok':>9} {'flows/s':>8} {'flow p50':>9} {'flow p99':>9}"
                 f" {'call p50':>9} {'call p99':>9} {'CPU/flow':>9} {'RSS before':>11} {'after':>8}"
             )
-            for target, (url, process) in targets.items():
+            arms = [
+                (target, era, url, process, mode)
+                for target, (url, process) in targets.items()
+                for era, mode in ERAS.items()
+            ]
+            # the baseline: the same flow at the interface, over plain HTTP, in the serve process
+            arms.append(
+                ("interface alone", "plain HTTP", server.api("pfefferminzia"), server.process,
+                 "interface")
+            )  # fmt: skip
+            for target, era, url, process, mode in arms:
                 assert process is not None
-                for era, mode in ERAS.items():
-                    before, cpu = rss_kib(process.pid), cpu_seconds(process.pid)
-                    figures = asyncio.run(arm(url, mode, args.agents))
-                    after, cpu = rss_kib(process.pid), cpu_seconds(process.pid) - cpu
-                    flows, calls = figures["flows"], figures["calls"]
-                    print(
-                        f"  {target + ' · ' + era:<34} {figures['ok']:>4}/{args.agents:<4}"
-                        f" {figures['ok'] / figures['seconds']:>8.1f}"
-                        f" {statistics.median(flows):>8.2f}s {quantile(flows, 0.99):>8.2f}s"
-                        f" {statistics.median(calls) * 1000:>7.0f}ms"
-                        f" {quantile(calls, 0.99) * 1000:>7.0f}ms"
-                        f" {cpu * 1000 / max(1, figures['ok']):>7.1f}ms"
-                        f" {before / 1024:>9.0f}MiB {after / 1024:>6.0f}MiB"
-                    )
+                before, cpu = rss_kib(process.pid), cpu_seconds(process.pid)
+                figures = asyncio.run(arm(url, mode, args.agents))
+                after, cpu = rss_kib(process.pid), cpu_seconds(process.pid) - cpu
+                flows, calls = figures["flows"], figures["calls"]
+                print(
+                    f"  {target + ' · ' + era:<34} {figures['ok']:>4}/{args.agents:<4}"
+                    f" {figures['ok'] / figures['seconds']:>8.1f}"
+                    f" {statistics.median(flows):>8.2f}s {quantile(flows, 0.99):>8.2f}s"
+                    f" {statistics.median(calls) * 1000:>7.0f}ms"
+                    f" {quantile(calls, 0.99) * 1000:>7.0f}ms"
+                    f" {cpu * 1000 / max(1, figures['ok']):>7.1f}ms"
+                    f" {before / 1024:>9.0f}MiB {after / 1024:>6.0f}MiB"
+                )
             print(
                 "  (CPU/flow: the server process's CPU time during the arm over the flows that "
                 "reached the premium; the standalone arm's figure leaves out the interface, which "
-                "runs in the serve process)"
+                "runs in the serve process; interface alone: the same four steps over plain HTTP)"
             )
         finally:
             standalone.stop()

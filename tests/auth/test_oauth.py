@@ -541,3 +541,40 @@ def test_the_mcp_servers_own_token_is_renewed_before_it_expires(tmp_path: Path) 
         assert once == 1 and twice == 2, (once, twice)
     finally:
         insurer.stop()
+
+
+def test_the_broker_endpoint_calls_the_insurer_as_the_broker_whose_token_it_checked(
+    secured: ExampleServer,
+) -> None:
+    url = secured.url + "/omds-ld/insurers/mcp"
+    token = tokens_by_hand(secured.url, "alpha", url)["access_token"]
+    other = tokens_by_hand(secured.url, "alpha", secured.mcp("pfefferminzia"))["access_token"]
+    metadata = httpx.get(
+        secured.url + "/.well-known/oauth-protected-resource/omds-ld/insurers/mcp"
+    ).json()
+    assert metadata["resource"] == url
+
+    async def work() -> tuple[Any, Any]:
+        async with bearer_client(url, token) as client:
+            created = await client.call_tool(
+                "createCalculation",
+                {"insurer": "pfefferminzia", "body": {
+                    "p:hasRootProduct": "https://pfefferminzia.example/products/kraftfahrt-2025"
+                }},
+            )  # fmt: skip
+        try:  # a token for another endpoint: refused at initialize (the SDK raises on 401)
+            async with bearer_client(url, other) as client:
+                refused: Any = await client.list_tools()
+        except Exception as error:
+            refused = error
+        return created, refused
+
+    created, refused = asyncio.run(work())
+    assert not created.is_error, created.content[0].text
+    entry = next(
+        e for e in secured.access_entries()
+        if e["method"] == "POST" and e["path"].endswith("/pfefferminzia/api/calculations")
+        and e.get("token", {}).get("subject") == "alpha"
+    )  # fmt: skip
+    assert entry["broker"] == "maklerbuero-alpha"
+    assert "the token is not for this resource" in repr(refused), refused

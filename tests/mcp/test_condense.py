@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from omds_ld.mcp.condense import (
     MAX_VIOLATIONS,
     OUTPUT_SCHEMA,
     STRUCTURED_SCHEMA,
+    Shared,
     condense,
     condense_problem,
 )
@@ -98,8 +100,11 @@ def test_an_edits_answer_names_a_draft_shown_the_same_before(service: InsurerSer
     )  # fmt: skip
     assert "~/draft: unchanged since the last answer" in again.text
     assert "[x] Kfz-Haftpflicht" not in again.text
-    assert "Still at the insurer's default: Bonus-Malus-Stufe = 9;" in again.text
+    assert "Still at the insurer's default: as before" in again.text
     assert 'p:make="Skoda"' in again.text  # what changed is shown
+    # the steps listed the same before are named by their tools; new ones are whole
+    assert "  as before: setAttributes, excludeComponent, includeComponent," in again.text
+    assert "  calculatePremium · ~" in again.text
     assert again.structured["draft"]["components"]  # a program still reads the whole draft
     assert OUTPUT.is_valid(again.structured)
     # a read (no drafts_seen) shows it whole; so does an edit that changed it
@@ -112,6 +117,37 @@ def test_an_edits_answer_names_a_draft_shown_the_same_before(service: InsurerSer
         provenance=PROVENANCE, drafts_seen=again.drafts,
     )  # fmt: skip
     assert "Bonus-Malus-Stufe = 5" in shown.text and "[x] Kfz-Haftpflicht" in shown.text
+    assert "Still at the insurer's default: Vertragsbeginn" in shown.text  # it changed
+
+
+def test_a_broker_session_names_what_it_showed_the_same_for_another_insurer(
+    tmp_path: Path,
+) -> None:
+    """Two insurers with the same product (a copy under another name): the second's draft,
+    defaults, shapes and steps are named as the first's, its own values in full."""
+    first = load_insurers()["pfefferminzia"]
+    copy = dataclasses.replace(first, name="copy", display_name="Copy AG")
+    shared = Shared()
+    answers = []
+    for number, insurer in enumerate((first, copy)):
+        service = InsurerService(load_norm(), insurer, Store(tmp_path / f"{number}.db"), "/api")
+        case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
+        answers.append(
+            condense(
+                case, operation="createCalculation", insurer=insurer.display_name,
+                language="de", status=200, provenance=PROVENANCE, drafts_seen={},
+                step_arguments={"insurer": insurer.name}, shared=shared,
+            )
+        )  # fmt: skip
+    whole, named = answers[0].text, answers[1].text
+    assert "[x] Kfz-Haftpflicht" in whole and "Next steps, each with insurer=pfefferminzia" in whole
+    assert "~/draft: as shown for Pfefferminzia Versicherung AG, below this ~" in named
+    assert "Still at the insurer's default: as for Pfefferminzia Versicherung AG" in named
+    assert "Shape VehicleShape: as for Pfefferminzia Versicherung AG" in named
+    assert "as for Pfefferminzia Versicherung AG: createRiskObject, setAttributes" in named
+    assert "Next steps, each with insurer=copy caseId=" in named
+    assert all(s["arguments"]["insurer"] == "copy" for s in answers[1].structured["nextSteps"])
+    assert answers[1].structured["draft"]["components"]  # a program still reads everything
 
 
 def test_a_shape_seen_before_is_named_not_repeated(service: InsurerService) -> None:

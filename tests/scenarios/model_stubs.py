@@ -52,8 +52,10 @@ def next_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
         return ("pfefferminzia__calculatePremium", {"caseId": case_id})
     premium = PREMIUM.search(last)
     amount = premium.group(1) if premium else "?"
-    defaults = DEFAULTS.search(last)
-    assumed = defaults.group(1) if defaults else "Zulassungsbezirk W und Bonus-Malus-Stufe 9"
+    # the last answer that lists them (a later one of the same case says "as before")
+    listed = [m.group(1) for r in tool_results for m in DEFAULTS.finditer(r)]
+    listed = [x for x in listed if not x.startswith("as ")]
+    assumed = listed[-1] if listed else "Zulassungsbezirk W und Bonus-Malus-Stufe 9"
     return (
         f"Die Kfz-Versicherung kostet {amount} EUR im Jahr. Angenommen habe ich die Standardwerte: "
         f"{assumed}."

@@ -84,6 +84,23 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 }
 
 
+DEFAULTS_AS_BEFORE = "Still at the insurer's default: as before"
+
+
+@dataclass
+class Shared:
+    """What one session of the broker endpoint was shown at any of its insurers, by content: a
+    draft (its lines, IRIs below the answer's ~) or a shape's fields shown the same before, at
+    another insurer, is named, not repeated."""
+
+    drafts: dict[str, str] = dataclasses.field(default_factory=dict)  # digest → where shown
+    shapes: dict[str, str] = dataclasses.field(default_factory=dict)  # digest → where shown
+
+
+def _digest(lines: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class Condensed:
     """What the model sees (text) and what a program reads (structured)."""
@@ -217,6 +234,8 @@ class _Writer:
         self.drafts_before: Mapping[str, str] = {}
         self.name_unchanged = False
         self.drafts: dict[str, str] = {}
+        self.shared: Shared | None = None  # a broker session's memory across its insurers
+        self.insurer = ""
 
     def abbreviate_below(self, base: str) -> None:
         """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""
@@ -352,22 +371,62 @@ class _Writer:
         if includable is not None:  # the text marks them [ ], the next steps include them
             structured["includable"] = list(includable)
         self.data["draft"] = structured
-        if not self.by_property and draft.get("@id"):
-            self._unless_unchanged(str(draft["@id"]), start, name)
+        if self.by_property or not draft.get("@id"):
+            self.defaults(draft)
+            self.risk_objects(many(draft.get("p:hasRiskObject")))
+            return
+        iri = str(draft["@id"])
+        self._unless_unchanged(iri, start, name)
+        start = len(self.lines)
         self.defaults(draft)
+        if not self._same_as_last(f"{iri} defaults", start, DEFAULTS_AS_BEFORE):
+            self._as_elsewhere("defaults", start, "Still at the insurer's default: as for {where}")
+        start = len(self.lines)
         self.risk_objects(many(draft.get("p:hasRiskObject")))
+        self._same_as_last(f"{iri} risk objects", start, "Risk objects: as before")
+
+    def _same_as_last(self, key: str, start: int, instead: str) -> bool:
+        """The lines from ``start`` stay unless this session's last answer of the case showed
+        them the same and this is an edit's answer: then ``instead`` stands for them."""
+        digest = _digest(self.lines[start:])
+        self.drafts[key] = digest
+        if self.name_unchanged and self.drafts_before.get(key) == digest:
+            del self.lines[start:]
+            self.line(instead)
+            return True
+        return False
+
+    def _as_elsewhere(self, kind: str, start: int, instead: str) -> None:
+        """In a broker session, lines from ``start`` shown the same for another insurer before
+        stand as ``instead`` (its ``{where}`` naming that insurer)."""
+        if self.shared is None or not self.name_unchanged:
+            return
+        shown = self.shared.drafts
+        digest = f"{kind} " + _digest(self.lines[start:])
+        where = shown.get(digest)
+        if where is None:
+            shown[digest] = self.insurer
+        elif where != self.insurer:
+            del self.lines[start:]
+            self.line(instead.format(where=where))
 
     def _unless_unchanged(self, iri: str, start: int, name: str) -> None:
-        """The draft's lines from ``start`` stay unless this session was shown the same draft
-        before and this is an edit's answer: then one line says so."""
-        digest = hashlib.sha256("\n".join(self.lines[start:]).encode()).hexdigest()[:16]
-        self.drafts[iri] = digest
-        if self.name_unchanged and self.drafts_before.get(iri) == digest:
-            del self.lines[start - 1 :]
-            self.line(
-                f"Draft of {name} {self.iri(iri)}: unchanged since the last answer "
-                "(readCalculation shows it)"
-            )
+        """The draft's tree from ``start`` stays unless this session was shown the same tree
+        before (of this case, or in a broker session of another insurer's) and this is an edit's
+        answer: then one line says so."""
+        head = self.lines[start - 1]
+        unchanged = f"{head}: unchanged since the last answer (readCalculation shows it)"
+        if self._same_as_last(iri, start, unchanged):
+            del self.lines[start - 1]
+            return
+        digest = self.drafts[iri]
+        if self.name_unchanged and self.shared is not None:
+            where = self.shared.drafts.get(digest)
+            if where is not None:
+                del self.lines[start - 1 :]
+                self.line(f"Draft of {name} {self.iri(iri)}: as shown for {where}, below this ~")
+            else:
+                self.shared.drafts[digest] = self.insurer
 
     def defaults(self, instance: Mapping[str, Any]) -> None:
         """What is still as the insurer's default left it, in one block: the values nobody set
@@ -516,15 +575,18 @@ class _Writer:
         steps: Sequence[Mapping[str, Any]],
         shapes: Mapping[str, str],
         heading: str = "Next steps",
+        given: Mapping[str, Any] | None = None,
     ) -> None:
         usable = [s for s in steps if s.get("bc:operation") and s.get("bc:target")]
         if len(usable) < len(steps):
             self.missing(f"bc:operation or bc:target of {len(steps) - len(usable)} next step(s)")
         kept, precision = bound(usable, MAX_NEXT_STEPS, "call the tool again with full=true")
-        all_arguments = [_arguments(step) for step in kept]
+        all_arguments = [{**(given or {}), **_arguments(step)} for step in kept]
         common = (
             {k: v for k, v in all_arguments[0].items() if all(a.get(k) == v for a in all_arguments)}
             if len(kept) > 1
+            else dict(given or {})
+            if kept
             else {}
         )
         shared = " ".join(f"{k}={v}" for k, v in common.items())
@@ -564,12 +626,42 @@ class _Writer:
             if step.get("rdfs:label"):
                 entry["label"] = label(step["rdfs:label"], self.language)
             out.append(entry)
-        for line in lines:
-            self.line(line if isinstance(line, str) else line.text(), 1)
+        self._step_lines([x if isinstance(x, str) else x.text() for x in lines])
         if precision.more_to_find:
             self.line(f"({precision.line()})", 1)
         self.data["nextSteps"] = out
         self.data["nextStepsScope"] = precision.to_dict()
+
+    def _step_lines(self, texts: list[str]) -> None:
+        """The next steps' lines; in an edit's answer, those the session's last answer of the
+        case listed the same are named by their tools only ("as before: …")."""
+        case = (self.data.get("case") or {}).get("iri")
+        key = f"{case} next steps"
+        digests = [_digest([t]) for t in texts]
+        before = set(self.drafts_before.get(key, "").split(",")) if self.name_unchanged else set()
+        if case:
+            self.drafts[key] = ",".join(digests)
+        again = [t for t, d in zip(texts, digests, strict=True) if d in before]
+        if len(again) < 2:
+            again = []
+        # in a broker session: lines shown the same (below its ~) for another insurer
+        elsewhere: list[str] = []
+        where = None
+        if self.shared is not None and self.name_unchanged:
+            for text, digest in zip(texts, digests, strict=True):
+                shown = self.shared.drafts.setdefault(f"step {digest}", self.insurer)
+                if text not in again and shown != self.insurer and where in (None, shown):
+                    where = shown
+                    elsewhere.append(text)
+            if len(elsewhere) < 2:
+                elsewhere = []
+        for text in texts:
+            if text not in again and text not in elsewhere:
+                self.line(text, 1)
+        for named, heading in ((again, "as before"), (elsewhere, f"as for {where}")):
+            if named:
+                tools = dict.fromkeys(t.split(" · ", 1)[0] for t in named)
+                self.line(f"{heading}: {', '.join(tools)}", 1)
 
     def shapes(
         self,
@@ -594,6 +686,7 @@ class _Writer:
             paths = {str(f.get("sh:path")) for f in many(shape.get("sh:property"))}
             attributes = {p for p in paths if not p.startswith("p:")}
             shown_above = bool(attributes) and attributes <= self.shown_properties
+            start = len(self.lines)
             self.line(
                 f"Shape {name}: attributes as above"
                 if shown_above
@@ -621,6 +714,14 @@ class _Writer:
                     1,
                 )
             out.append({"iri": shape["@id"], "targetClass": target, "fields": fields})
+            if self.shared is not None and not shown_above:
+                digest = _digest(self.lines[start:])
+                where = self.shared.shapes.get(digest)
+                if where is None:
+                    self.shared.shapes[digest] = self.insurer
+                else:
+                    del self.lines[start:]
+                    self.line(f"Shape {name}: as for {where}")
         if before:
             self.line(f"Shapes as shown before: {', '.join(before)}")
         self.data["shapes"] = out
@@ -746,17 +847,25 @@ def _how_it_works(w: _Writer, answer: Mapping[str, Any]) -> None:
         if isinstance(step, Mapping)
     }
     if "createCalculation" in starts:
-        w.line(
+        process = "draft at the server"
+        line = (
             "How it works: a draft at the server; createCalculation starts it, each answer "
             "offers the edits, calculatePremium prices it."
         )
-        w.data["process"] = "draft at the server"
     elif "readDefaultInstance" in starts:
-        w.line(
+        process = "inquiry"
+        line = (
             "How it works: no draft; readDefaultInstance gives a ready body, add the risk "
             "object, inquireTariff prices it."
         )
-        w.data["process"] = "inquiry"
+    else:
+        return
+    w.data["process"] = process
+    if w.shared is not None:  # a broker session: said once for each way insurers work
+        where = w.shared.drafts.setdefault(f"process {process}", w.insurer)
+        if where != w.insurer:
+            line = f"How it works: as at {where} ({process})"
+    w.line(line)
 
 
 def _fields(w: _Writer, owner: Mapping[str, Any], indent: int) -> list[dict[str, Any]]:
@@ -1014,6 +1123,8 @@ def condense(
     shapes_seen: Collection[str] = (),
     offered: Collection[str] | None = None,
     drafts_seen: Mapping[str, str] | None = None,
+    step_arguments: Mapping[str, Any] | None = None,
+    shared: Shared | None = None,
 ) -> Condensed:
     """Condense one answer of the insurer, in the norm's canonical JSON-LD form.
 
@@ -1021,8 +1132,11 @@ def condense(
     ``offered`` names the tools the caller has: next steps to other operations are left out.
     ``drafts_seen`` (the drafts this session was shown, as ``Condensed.drafts`` gave them): given
     to an edit's answer, a draft shown the same before is one line.
+    ``step_arguments`` are taken by every next step besides its own (the broker endpoint's
+    ``insurer``); ``shared`` is what the broker endpoint's session was shown at any insurer.
     """
     w = _Writer(language)
+    w.shared, w.insurer = shared, insurer
     if drafts_seen is not None:
         w.drafts_before, w.name_unchanged = drafts_seen, True
     kind = str(answer.get("@type", ""))
@@ -1040,7 +1154,7 @@ def condense(
     else:
         ready_fills = reader(w, answer)
     steps = _offered(many(answer.get("bc:nextStep")), offered)
-    w.next_steps(steps, shape_names)
+    w.next_steps(steps, shape_names, given=step_arguments)
     if shapes:
         open_steps = {i for s in steps if not s.get("bc:body") for i in many(s.get("bc:expects"))}
         # a shape only steps with a ready body expect needs no field list: the body fills it
@@ -1066,6 +1180,7 @@ def condense_problem(
     kind: str,
     provenance: Mapping[str, Any],
     offered: Collection[str] | None = None,
+    step_arguments: Mapping[str, Any] | None = None,
 ) -> Condensed:
     """A problem of the norm as a tool error: type, kind, explanation, what is still admissible."""
     w = _Writer(language)
@@ -1099,7 +1214,10 @@ def condense_problem(
         if isinstance(s, Mapping) and s.get("@id")
     }
     w.next_steps(
-        _offered(many(problem.get("bc:nextStep")), offered), shape_names, heading="Still admissible"
+        _offered(many(problem.get("bc:nextStep")), offered),
+        shape_names,
+        heading="Still admissible",
+        given=step_arguments,
     )
     _provenance(w, provenance)
     return Condensed("\n".join(w.lines), w.data)

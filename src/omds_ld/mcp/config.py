@@ -139,6 +139,11 @@ class HttpConfig:
     def path(self, name: str) -> str:
         return f"{self.prefix}/{name}/mcp"
 
+    @property
+    def broker_path(self) -> str:
+        """The broker endpoint's: every insurer's tools once, with an ``insurer`` argument."""
+        return f"{self.prefix}/mcp"
+
 
 @dataclass(frozen=True)
 class McpConfig:

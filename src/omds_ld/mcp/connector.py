@@ -9,7 +9,7 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Collection, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -136,7 +136,7 @@ class Connector:
             description=f"The MCP server of the OMDS LD norm in front of {instance.display_name}",
             instructions=INSTRUCTIONS.format(insurer=instance.display_name),
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
+            on_call_tool=self.call_tool_for,
             # without it the SDK lists every tool on each sessionless call to find one schema
             get_tool_input_schema=self._input_schema,
         )
@@ -276,23 +276,7 @@ class Connector:
 
     @staticmethod
     def _describe(specs: dict[str, ToolSpec]) -> list[types.Tool]:
-        return [
-            types.Tool(
-                name=spec.name,
-                title=spec.title,
-                description=spec.description,
-                input_schema=dict(spec.shown_schema),
-                output_schema=OUTPUT_SCHEMA,
-                annotations=types.ToolAnnotations(
-                    title=spec.title,
-                    read_only_hint=spec.annotations.read_only,
-                    destructive_hint=spec.annotations.destructive,
-                    idempotent_hint=spec.annotations.idempotent,
-                    open_world_hint=True,
-                ),
-            )
-            for spec in specs.values()
-        ]
+        return [tool_of(spec, spec.shown_schema) for spec in specs.values()]
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
         connection = _connection(ctx)
@@ -319,6 +303,10 @@ class Connector:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=await self.list_tools_for(ctx))
+
+    async def list_tools_for(self, ctx: ServerRequestContext[Any]) -> list[types.Tool]:
+        """The tools offered now, for a request (its session is told when they change)."""
         self._remember(ctx)
         caller = CALLER.set(self._caller(ctx))
         try:
@@ -326,11 +314,12 @@ class Connector:
         finally:
             CALLER.reset(caller)
         self.learn_in_background()
-        return types.ListToolsResult(tools=self.tool_list())
+        return self.tool_list()
 
-    async def _call_tool(
+    async def call_tool_for(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        """One tool call of a request, as its session and caller make it."""
         caller = CALLER.set(self._caller(ctx))
         try:
             return await self._call(ctx, params)
@@ -341,7 +330,7 @@ class Connector:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember(ctx)
-        session = _session_id(ctx) or self._stdio_session(ctx)
+        session = session_id(ctx) or self._stdio_session(ctx)
         if self.draft_at_server is None:
             await self.refresh(force=True)  # the call's one wait for the insurer
             if self.draft_at_server is None and self.unread_because is not None:
@@ -387,6 +376,24 @@ class Connector:
         if key is None:
             key = self._connection_keys[connection] = f"connection-{uuid.uuid4().hex}"
         return key
+
+
+def tool_of(spec: ToolSpec, input_schema: Mapping[str, Any]) -> types.Tool:
+    """The MCP tool of a spec, as a client is shown it, with this input schema."""
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=dict(input_schema),
+        output_schema=OUTPUT_SCHEMA,
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.annotations.read_only,
+            destructive_hint=spec.annotations.destructive,
+            idempotent_hint=spec.annotations.idempotent,
+            open_world_hint=True,
+        ),
+    )
 
 
 def _client(ctx: ServerRequestContext[Any]) -> str:
@@ -449,7 +456,7 @@ def _background(work: Coroutine[Any, Any, None], what: str) -> asyncio.Task[None
     return task
 
 
-def _session_id(ctx: ServerRequestContext[Any]) -> str | None:
+def session_id(ctx: ServerRequestContext[Any]) -> str | None:
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
     if headers is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import hashlib
 import json
@@ -19,7 +20,15 @@ from opentelemetry.trace import get_current_span
 
 from omds_ld.auth.upstream import UpstreamTokenError
 from omds_ld.mcp.catalogue import ToolSpec
-from omds_ld.mcp.condense import ANSWER_TYPES, Condensed, condense, condense_problem, local, many
+from omds_ld.mcp.condense import (
+    ANSWER_TYPES,
+    Condensed,
+    Shared,
+    condense,
+    condense_problem,
+    local,
+    many,
+)
 from omds_ld.mcp.confirm import Confirmations, Person
 from omds_ld.mcp.gate import Gate
 from omds_ld.mcp.refusal import Refusal
@@ -64,6 +73,20 @@ class SessionMemory:
     shapes: set[str] = field(default_factory=set)
     cases: dict[str, str] = field(default_factory=dict)  # caseId → product IRI
     drafts: dict[str, str] = field(default_factory=dict)  # draft IRI → digest of what was shown
+
+
+@dataclass(frozen=True)
+class BrokerCall:
+    """A call the broker endpoint hands to a connector: the arguments every next step takes
+    besides its own (``insurer``), and what the broker's session was shown at any insurer."""
+
+    step_arguments: Mapping[str, Any]
+    shared: Shared | None
+
+
+BROKER_CALL: contextvars.ContextVar[BrokerCall | None] = contextvars.ContextVar(
+    "broker_call", default=None
+)
 
 
 @dataclass(frozen=True)
@@ -332,9 +355,7 @@ class Executor:
             result = await self._call_insurer(spec, clean, provenance, log, offered)
         except Exception as error:
             problem, outcome = self._failure(error, spec, arguments, provenance, log)
-            result = _tool_result(
-                self._refused(spec.name, problem, provenance, offered), error=True
-            )
+            result = tool_result(self._refused(spec.name, problem, provenance, offered), error=True)
             log.update(outcome=outcome, status=problem["status"], problem=problem["type"])
         log.pop("insurerAsked", None)
         duration = round((time.perf_counter() - started) * 1000, 2)
@@ -422,10 +443,15 @@ class Executor:
         if switched_off:
             reason = f"{name} is switched off by the operator of this MCP server"
         elif in_norm:
-            reason = (
-                f"{name} is not offered by {self.instance.display_name}: "
+            operation = self.norm.operations[name]
+            why = (
                 "it keeps no draft at the server"
+                if operation.draft
+                else "it keeps the draft at the server (its process starts with createCalculation)"
+                if operation.inquiry
+                else "its interface does not publish it"
             )
+            reason = f"{name} is not offered by {self.instance.display_name}: {why}"
         else:
             reason = f"there is no tool {name!r}"
         problem = self._problem(
@@ -470,7 +496,7 @@ class Executor:
              "status": problem["status"], "problem": problem["type"], "durationMs": 0.0,
              "provenance": provenance}
         )  # fmt: skip
-        return _tool_result(self._refused(name, problem, provenance, offered), error=True)
+        return tool_result(self._refused(name, problem, provenance, offered), error=True)
 
     def _refused(
         self,
@@ -487,6 +513,7 @@ class Executor:
             kind=error_kind(int(problem.get("status", 500)), str(problem.get("type", ""))),
             provenance=provenance,
             offered=offered,
+            step_arguments=_step_arguments(),
         )
 
     async def _call_insurer(
@@ -628,7 +655,7 @@ class Executor:
         problem.setdefault("title", "the insurer refused the call")
         problem.setdefault("detail", "")
         log.update(outcome="tool-error", status=answer.status, problem=problem.get("type"))
-        return _tool_result(self._refused(spec.name, problem, provenance, offered), error=True)
+        return tool_result(self._refused(spec.name, problem, provenance, offered), error=True)
 
     async def _keep_record(
         self,
@@ -674,6 +701,8 @@ class Executor:
             offered=offered,
             # an edit's answer names a draft shown the same before; a read shows it whole
             drafts_seen=memory.drafts if spec.operation.kind != "read" else None,
+            step_arguments=_step_arguments(),
+            shared=_shared(),
         )
         seen.update(s["@id"] for s in body.get("bc:shape", []) if "@id" in s)
         for iri, digest in condensed.drafts.items():  # the latest last
@@ -690,7 +719,7 @@ class Executor:
         _log_scope(log, condensed)
         log.setdefault("outcome", "ok")
         log.setdefault("status", status)
-        return _tool_result(condensed, error=False, full=body if arguments.get("full") else None)
+        return tool_result(condensed, error=False, full=body if arguments.get("full") else None)
 
     def _memory(self, session: str | None) -> SessionMemory:
         """What a session was shown (a fresh, forgotten memory for calls without a session)."""
@@ -810,7 +839,17 @@ def _iso(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="seconds")
 
 
-def _tool_result(condensed: Condensed, *, error: bool, full: Any = None) -> types.CallToolResult:
+def _step_arguments() -> Mapping[str, Any] | None:
+    call = BROKER_CALL.get()
+    return call.step_arguments if call is not None else None
+
+
+def _shared() -> Shared | None:
+    call = BROKER_CALL.get()
+    return call.shared if call is not None else None
+
+
+def tool_result(condensed: Condensed, *, error: bool, full: Any = None) -> types.CallToolResult:
     structured = dict(condensed.structured)  # built for this call alone: no copy needed
     content: list[types.ContentBlock] = [types.TextContent(text=condensed.text)]
     if full is not None:

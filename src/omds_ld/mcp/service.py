@@ -9,9 +9,10 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
+import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -27,10 +28,12 @@ from omds_ld.auth.tokens import Identity, RemoteKeys
 from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
 from omds_ld.hosts import Allowlist
 from omds_ld.mcp import hibernation
+from omds_ld.mcp.broker import NAME as BROKER
+from omds_ld.mcp.broker import BrokerEndpoint
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.confirm import Confirmations
 from omds_ld.mcp.confirmation_page import CONFIRMATION_PATH, confirmation_routes
-from omds_ld.mcp.connector import Connector
+from omds_ld.mcp.connector import Connector, NormServer
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable, make_state, state_in_use
@@ -214,6 +217,18 @@ class _Exchange:
         return self.identity.subject if self.identity is not None else ""
 
 
+class Endpoint(Protocol):
+    """An MCP server an endpoint serves: one insurer's connector, or the broker endpoint."""
+
+    norm: Norm
+    instance: Instance
+    server: NormServer
+
+    async def refuse_hostile(
+        self, name: str, arguments: dict[str, Any], session: str | None, caller: str
+    ) -> types.CallToolResult | types.InputRequiredResult: ...
+
+
 class SessionBinding:
     """In front of one connector's endpoint: Host and Origin checked, sessions kept to their owner,
     hostile tool calls answered before the SDK parses them.
@@ -240,7 +255,7 @@ class SessionBinding:
         app: Callable[[Scope, Receive, Send], Any],
         bindings: StateStore,
         http: HttpConfig,
-        connector: Connector | None = None,
+        connector: Endpoint | None = None,
         guard: ResourceGuard | None = None,
         required: bool = True,
         refused: Callable[[str, str], None] | None = None,
@@ -585,6 +600,14 @@ class McpHosting:
         refused: Callable[[str, str], None] | None = None,
     ) -> None:
         self.connectors = dict(connectors)
+        # every endpoint: each connector's, and where there are several insurers the broker
+        # endpoint in front of them all
+        self.endpoints: dict[str, Endpoint] = dict(self.connectors)
+        self.paths = {name: http.path(name) for name in self.connectors}
+        if len(self.connectors) > 1:
+            norm = next(iter(self.connectors.values())).norm
+            self.endpoints[BROKER] = BrokerEndpoint(self.connectors, norm)
+            self.paths[BROKER] = http.broker_path
         self.http = http
         self.auth = auth or AuthConfig(mode="off")
         self.refused = refused
@@ -595,15 +618,15 @@ class McpHosting:
             base = public_base(http, self.auth)
             self.guards = {
                 name: ResourceGuard(
-                    base + http.path(name), self.auth.issuer, keys,
-                    name=connector.instance.display_name,
+                    base + self.paths[name], self.auth.issuer, keys,
+                    name=endpoint.instance.display_name,
                     read_scope=self.auth.read_scope, write_scope=self.auth.write_scope,
                 )
-                for name, connector in self.connectors.items()
+                for name, endpoint in self.endpoints.items()
             }  # fmt: skip
         self.managers = {
             name: StreamableHTTPSessionManager(
-                app=connector.server,
+                app=endpoint.server,
                 security_settings=TransportSecuritySettings(
                     enable_dns_rebinding_protection=True,
                     allowed_hosts=http.hosts,
@@ -613,7 +636,7 @@ class McpHosting:
                 json_response=True,
                 max_request_body_size=http.max_body_bytes,
             )
-            for name, connector in self.connectors.items()
+            for name, endpoint in self.endpoints.items()
         }
         for manager in self.managers.values():
             hibernation.prepare(manager)
@@ -624,7 +647,7 @@ class McpHosting:
                 StreamableHTTPASGIApp(manager),
                 state,
                 http,
-                self.connectors[name],
+                self.endpoints[name],
                 guard=self.guards.get(name),
                 required=self.auth.mode == "required",
                 refused=refused,
@@ -646,13 +669,13 @@ class McpHosting:
 
     def routes(self) -> list[BaseRoute]:
         routes: list[BaseRoute] = [
-            Route(self.http.path(name), binding) for name, binding in self.bindings.items()
+            Route(self.paths[name], binding) for name, binding in self.bindings.items()
         ]
         routes += confirmation_routes(Confirmations(self.state))
         for name, guard in self.guards.items():  # RFC 9728: where each endpoint says who it trusts
             routes.append(
                 Route(
-                    f"/.well-known/oauth-protected-resource{self.http.path(name)}",
+                    f"/.well-known/oauth-protected-resource{self.paths[name]}",
                     _metadata_route(guard.metadata()),
                 )
             )
@@ -756,10 +779,16 @@ def standalone_banner(config: McpConfig) -> list[str]:
         if config.auth.checks_tokens
         else "Authorization: off (--no-auth): every caller is the same broker"
     ]
-    return lines + [
+    lines += [
         f"  claude mcp add --transport http {i.name} {base}{config.http.path(i.name)}"
         for i in config.instances
     ]
+    if len(config.instances) > 1:
+        lines.append(
+            f"  claude mcp add --transport http insurers {base}{config.http.broker_path}"
+            "  (the broker endpoint: every insurer's tools once, with an insurer argument)"
+        )
+    return lines
 
 
 async def run_stdio(config: McpConfig, norm: Norm) -> None:

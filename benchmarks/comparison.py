@@ -39,6 +39,7 @@ import httpx  # noqa: E402
 import tiktoken  # noqa: E402
 from mcp import Client  # noqa: E402
 
+from omds_ld.mcp.condense import answer_of  # noqa: E402
 from tests.insurer.test_flows import SKODA  # noqa: E402
 from tests.servers import ExampleServer  # noqa: E402
 
@@ -113,7 +114,7 @@ Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 def _step(result: Any, tool: str, target: str | None = None) -> dict[str, Any]:
     return next(
-        s for s in result.structured_content["nextSteps"]
+        s for s in answer_of(result)["nextSteps"]
         if s["tool"] == tool and (target is None or s["target"] == target)
     )  # fmt: skip
 
@@ -129,14 +130,12 @@ async def ours(call: Call, reading: Reading, insurer: str) -> None:
         return result
 
     products = await answer("listProducts", {})
-    motor = next(
-        p for p in products.structured_content["products"] if p["riskObjectClass"] == "p:Vehicle"
-    )
-    if products.structured_content.get("process") == "inquiry":
+    motor = next(p for p in answer_of(products)["products"] if p["riskObjectClass"] == "p:Vehicle")
+    if answer_of(products).get("process") == "inquiry":
         instance = await answer(
             "readDefaultInstance", _step(products, "readDefaultInstance", motor["iri"])["arguments"]
         )
-        body = instance.structured_content["body"]
+        body = answer_of(instance)["body"]
         body["p:instance"]["p:hasRiskObject"] = [SKODA]
         priced = await answer("inquireTariff", {"body": body})
     else:
@@ -148,7 +147,7 @@ async def ours(call: Call, reading: Reading, insurer: str) -> None:
             "createRiskObject", {**_step(case, "createRiskObject")["arguments"], "body": SKODA}
         )
         priced = await answer("calculatePremium", _step(added, "calculatePremium")["arguments"])
-    reading.premiums[insurer] = str(priced.structured_content["premium"]["gross"])
+    reading.premiums[insurer] = str(answer_of(priced)["premium"]["gross"])
 
 
 async def peer(client: Client, reading: Reading, insurer: str, api: str) -> None:

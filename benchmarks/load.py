@@ -34,6 +34,7 @@ sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != R
 import httpx  # noqa: E402
 from mcp import Client  # noqa: E402
 
+from omds_ld.mcp.condense import answer_of  # noqa: E402
 from tests.insurer.test_flows import SKODA  # noqa: E402
 from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
 
@@ -55,7 +56,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def _step(result: Any, tool: str) -> dict[str, Any]:
-    return next(s for s in result.structured_content["nextSteps"] if s["tool"] == tool)
+    return next(s for s in answer_of(result)["nextSteps"] if s["tool"] == tool)
 
 
 async def flow(url: str, mode: str, calls: list[float]) -> bool:
@@ -80,7 +81,7 @@ async def flow(url: str, mode: str, calls: list[float]) -> bool:
             case = await call(client, _step(products, "createCalculation"))
             case = await call(client, _step(case, "createRiskObject"), SKODA)
             priced = await call(client, _step(case, "calculatePremium"))
-            return bool(priced.structured_content["premium"]["gross"] == 1684.88)
+            return bool(answer_of(priced)["premium"]["gross"] == 1684.88)
     except Exception as error:
         print(f"    a flow failed: {type(error).__name__}: {str(error)[:160]}")
         return False
@@ -107,7 +108,7 @@ async def light_flow(http: httpx.AsyncClient, url: str, calls: list[float]) -> b
         result = answer.json()["result"]
         if result.get("isError"):
             raise RuntimeError(str(result["content"][0]["text"])[:200])
-        return dict(result["structuredContent"])
+        return dict(answer_of(result))
 
     def step(content: dict[str, Any], tool: str, body: Any = None) -> tuple[str, dict[str, Any]]:
         found = next(s for s in content["nextSteps"] if s["tool"] == tool)

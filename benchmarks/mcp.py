@@ -41,6 +41,7 @@ import httpx  # noqa: E402
 import tiktoken  # noqa: E402
 from mcp import Client  # noqa: E402
 
+from omds_ld.mcp.condense import answer_of  # noqa: E402
 from tests.insurer.test_flows import FLAT, SKODA  # noqa: E402
 from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
 
@@ -110,8 +111,8 @@ class Recorder:
 
     def add(self, flow: str, tool: str, ours: Any, peer: Any) -> None:
         condensed = ours.content[0].text
-        full = compact(ours.structured_content["full"])
-        self.answers.append((f"{flow} · {tool}", ours.structured_content["full"]))
+        full = compact(answer_of(ours)["full"])
+        self.answers.append((f"{flow} · {tool}", answer_of(ours)["full"]))
         if peer.is_error:
             self.peer_failures.append(f"{flow} · {tool}: {peer.content[0].text[:160]}")
         peer_text = "".join(c.text for c in peer.content if getattr(c, "text", None))
@@ -158,20 +159,20 @@ async def draft_flow(
     a = await ours_call(ours, "listProducts", {})
     b = await peer_call(peer, "listProducts", {})
     record.add(name, "listProducts", a, b)
-    step = next_step(a.structured_content["nextSteps"], "createCalculation", product)
+    step = next_step(answer_of(a)["nextSteps"], "createCalculation", product)
     a = await ours_call(ours, "createCalculation", {"body": step["body"]})
     b = await peer_call(peer, "createCalculation", {"p:hasRootProduct": product})
     record.add(name, "createCalculation", a, b)
-    ours_case = a.structured_content["case"]["caseId"]
+    ours_case = answer_of(a)["case"]["caseId"]
     peer_case = peer_answer(b)["bc:caseId"]
-    step = next_step(a.structured_content["nextSteps"], "createRiskObject")
+    step = next_step(answer_of(a)["nextSteps"], "createRiskObject")
     a = await ours_call(ours, "createRiskObject", {**step["arguments"], "body": risk})
     b = await peer_call(peer, "createRiskObject", {"caseId": peer_case, **risk})
     record.add(name, "createRiskObject", a, b)
     if b.is_error:  # go on with FastMCP's case: add the risk object directly
         added = await direct.post(f"{api}/calculations/{peer_case}/risk-objects", json=risk)
         added.raise_for_status()
-    step = next_step(a.structured_content["nextSteps"], "calculatePremium")
+    step = next_step(answer_of(a)["nextSteps"], "calculatePremium")
     a = await ours_call(ours, "calculatePremium", step["arguments"])
     b = await peer_call(peer, "calculatePremium", {"caseId": peer_case})
     record.add(name, "calculatePremium", a, b)
@@ -183,11 +184,11 @@ async def inquiry_flow(name: str, ours: Client, peer: Client, record: Recorder) 
     a = await ours_call(ours, "listProducts", {})
     b = await peer_call(peer, "listProducts", {})
     record.add(name, "listProducts", a, b)
-    step = next_step(a.structured_content["nextSteps"], "readDefaultInstance")
+    step = next_step(answer_of(a)["nextSteps"], "readDefaultInstance")
     a = await ours_call(ours, "readDefaultInstance", step["arguments"])
     b = await peer_call(peer, "readDefaultInstance", step["arguments"])
     record.add(name, "readDefaultInstance", a, b)
-    body = a.structured_content["body"]
+    body = answer_of(a)["body"]
     body["p:instance"]["p:hasRiskObject"] = [SKODA]
     peer_body = peer_answer(b)["bc:body"]
     peer_body["p:instance"]["p:hasRiskObject"] = [SKODA]
@@ -431,7 +432,7 @@ async def authorized_latency(server: ExampleServer, count: int) -> None:
         mine = await broker.call_tool("createCalculation", product)
         theirs = await anonymous.call_tool("createCalculation", product)
         cases = [
-            r.structured_content["case"]["caseId"] for r in (theirs, mine)
+            answer_of(r)["case"]["caseId"] for r in (theirs, mine)
         ]  # fmt: skip
         for case, client in zip(cases, (anonymous, broker), strict=True):
             await client.call_tool("createRiskObject", {"caseId": case, "body": SKODA})

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from tests.conftest import start_redis
 from tests.insurer.test_bad_input import PRODUCT
 from tests.insurer.test_flows import SKODA
@@ -236,19 +237,19 @@ def test_killed_replica_leaves_no_key_stuck_and_acts_once(
             first = got[0] if got else None
             acknowledged = None
             if first is not None and not isinstance(first, Exception) and not first.is_error:
-                acknowledged = first.structured_content["case"]["caseId"]
+                acknowledged = answer_of(first)["case"]["caseId"]
             else:
                 unanswered += 1
             deadline = time.monotonic() + 1 + 2 + 5  # the timeout, the lease margin, and slack
             while True:
                 retry = asyncio.run(create(other, key))
-                problem = (retry.structured_content or {}).get("problem") or {}
+                problem = answer_of(retry).get("problem") or {}
                 in_progress = str(problem.get("type", "")).endswith("request-in-progress")
                 if not (retry.is_error and in_progress) or time.monotonic() > deadline:
                     break
                 time.sleep(0.3)
             assert not retry.is_error, (round_, retry.content[0].text)
-            case_id = retry.structured_content["case"]["caseId"]
+            case_id = answer_of(retry)["case"]["caseId"]
             if acknowledged:
                 assert case_id == acknowledged, f"round {round_}: the retry acted again"
             created[key] = case_id

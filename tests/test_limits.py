@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from tests.mcp.test_http import HEADERS, INITIALIZE
 from tests.servers import ExampleServer, McpServer, free_port
 
@@ -106,7 +107,7 @@ def test_a_caller_over_its_rate_gets_a_tool_error_with_the_time_to_wait(
     finally:
         replica.stop()
     assert [r.is_error for r in results] == [False, False, False, True]  # type: ignore[attr-defined]
-    problem = results[3].structured_content["problem"]  # type: ignore[attr-defined]
+    problem = answer_of(results[3])["problem"]
     assert problem["type"].endswith("/rate-limited") and problem["kind"] == "rate-limited"
     assert 1 <= problem["retryAfterSeconds"] <= 10
     assert "wait" in results[3].content[0].text  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ from joserfc.jwk import ECKey
 
 from omds_ld.auth.store import AuthStore
 from omds_ld.auth.tokens import issue
+from omds_ld.mcp.condense import answer_of
 from tests.auth.flow import Storage, bearer_client, oauth_client, register, tokens_by_hand
 from tests.servers import ExampleServer
 
@@ -93,7 +94,7 @@ def _post(server: ExampleServer, token: str | None, body: Any = LIST, **headers:
 
 def _created_case(result: Any) -> str:
     assert not result.is_error, result.content[0].text
-    case: str = result.structured_content["case"]["caseId"]
+    case: str = answer_of(result)["case"]["caseId"]
     return case
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.grader import confirmed_by_the_person
 from tests.chat.test_chat_bounds import _browser, _call
 from tests.insurer.test_flows import SKODA
@@ -22,11 +23,11 @@ PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
 def _offer(browser: httpx.Client, cid: str) -> dict[str, Any]:
     """The seed's example by hand, up to a binding offer: its structured part."""
     case = _call(browser, cid, "createCalculation", body={"p:hasRootProduct": PRODUCT}).json()
-    case_id = case["mcp.tool.result"]["structuredContent"]["case"]["caseId"]
+    case_id = answer_of(case["mcp.tool.result"])["case"]["caseId"]
     _call(browser, cid, "createRiskObject", caseId=case_id, body=SKODA)
     _call(browser, cid, "calculatePremium", caseId=case_id)
     offer = _call(browser, cid, "createOffer", caseId=case_id).json()
-    return dict(offer["mcp.tool.result"]["structuredContent"]["offer"])
+    return dict(answer_of(offer["mcp.tool.result"])["offer"])
 
 
 def _application(offer: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +66,7 @@ def test_by_hand_the_person_confirms_on_the_page_and_the_call_applies(
         assert applied.status_code == 200, applied.text
         made = applied.json()
         assert not made["is_error"], made["text"]
-        assert made["mcp.tool.result"]["structuredContent"]["application"]["state"] == "accepted"
+        assert answer_of(made["mcp.tool.result"])["application"]["state"] == "accepted"
         again = browser.post(path, json={"url": url, "answer": "confirm"})
         assert again.status_code == 409  # one answer per question
         events = browser.get(f"/chat/api/conversations/{cid}").json()["events"]
@@ -90,7 +91,7 @@ def test_by_hand_a_declined_confirmation_creates_nothing_and_shows_in_the_protoc
             f"/chat/api/conversations/{cid}/confirmations",
             json={"url": asked["confirmation"]["url"], "answer": "decline"},
         ).json()
-        problem = told["mcp.tool.result"]["structuredContent"]["problem"]["type"]
+        problem = answer_of(told["mcp.tool.result"])["problem"]["type"]
         assert told["is_error"] and problem.endswith("/confirmation-declined")
         protocol = browser.get(f"/chat/api/conversations/{cid}/protocol.jsonl").text
     assert '"person.confirmation"' in protocol and '"answer": "decline"' in protocol

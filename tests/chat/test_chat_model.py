@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from omds_ld.mcp.condense import answer_of
 from tests.chat.conftest import TASK
 from tests.servers import ExampleServer
 
@@ -225,4 +226,4 @@ def test_a_models_binding_call_waits_for_the_persons_yes_on_the_page(
     assert "person.confirmation" in kinds and events[-1]["reason"] == "done", kinds
     calls = [e for e in events if e.get("gen_ai.tool.name") == "createApplication"]
     assert not calls[-1]["is_error"], calls[-1]["text"]
-    assert calls[-1]["mcp.tool.result"]["structuredContent"]["application"]["state"] == "accepted"
+    assert answer_of(calls[-1]["mcp.tool.result"])["application"]["state"] == "accepted"

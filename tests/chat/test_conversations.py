@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
 from tests.servers import ExampleServer
 
@@ -91,7 +92,7 @@ def test_a_conversation_by_hand_becomes_a_scenario_the_reference_agent_passes(
             json={"server": "disrupto", "tool": tool, "arguments": arguments},
         ).json()
         assert not event["is_error"], event["text"]
-        structured: dict[str, Any] = event["mcp.tool.result"]["structuredContent"]
+        structured: dict[str, Any] = answer_of(event["mcp.tool.result"])
         return structured
 
     call("listProducts", {})

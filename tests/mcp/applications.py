@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import follow, step
 from tests.servers import in_thread
@@ -46,9 +47,7 @@ async def make_offer(
     """listProducts → createCalculation → createRiskObject → (includeComponent) →
     calculatePremium → createOffer, each by the step the previous answer offered."""
     products = await client.call_tool("listProducts", {})
-    starts = [
-        s for s in products.structured_content["nextSteps"] if s["tool"] == "createCalculation"
-    ]
+    starts = [s for s in answer_of(products)["nextSteps"] if s["tool"] == "createCalculation"]
     start = next(s for s in starts if s["body"]["p:hasRootProduct"].endswith(product))
     case = await follow(client, start)
     case = await follow(client, step(case, "createRiskObject"), dict(risk_object or SKODA))
@@ -60,7 +59,7 @@ async def make_offer(
 
 def application(offer: Any, **changes: Any) -> dict[str, Any]:
     """An application for an offer, with the customer's consent to exactly this offer."""
-    data = offer.structured_content["offer"]
+    data = answer_of(offer)["offer"]
     body: dict[str, Any] = {
         "bc:policyholder": dict(PERSON),
         "bc:payment": dict(PAYMENT),

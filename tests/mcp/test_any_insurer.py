@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.agents.reference import ReferenceAgent
 from omds_ld.scenarios.runner import run_all
 from omds_ld.scenarios.scenario import parse_scenario
@@ -54,7 +55,7 @@ async def _flow(client: Client) -> tuple[set[str], Any, Any, Any]:
     products = await client.call_tool("listProducts", {})
     assert not products.is_error, products.content[0].text
     instance = await follow(client, step(products, "readDefaultInstance"))
-    body = json.loads(json.dumps(instance.structured_content["body"]))
+    body = json.loads(json.dumps(answer_of(instance)["body"]))
     body["p:instance"]["p:hasRiskObject"] = [DOG]
     priced = await follow(client, step(instance, "inquireTariff"), body)
     return names, products, instance, priced
@@ -77,14 +78,14 @@ def test_the_mcp_server_completes_a_calculation_at_an_independent_insurer(
 
     names, products, instance, priced = asyncio.run(run())
     assert names == set(OPERATIONS), "only the operations the interface publishes"
-    [product] = products.structured_content["products"]
+    [product] = answer_of(products)["products"]
     assert product["productId"] == "dog-health"  # no bc:productId: its IRI's last segment
-    assert "bc:productId of product Dog health" in products.structured_content["missing"]
-    draft = instance.structured_content["draft"]
+    assert "bc:productId of product Dog health" in answer_of(products)["missing"]
+    draft = answer_of(instance)["draft"]
     assert draft["attributes"][0]["label"] == "deductible (EUR)"
-    assert priced.structured_content["premium"]["gross"] == EXPECTED
-    assert priced.structured_content["validation"]["conforms"] is True
-    defaults = priced.structured_content["defaults"]
+    assert answer_of(priced)["premium"]["gross"] == EXPECTED
+    assert answer_of(priced)["validation"]["conforms"] is True
+    defaults = answer_of(priced)["defaults"]
     assert [d["label"] for d in defaults] == ["deductible (EUR)"]
 
 
@@ -128,7 +129,7 @@ def test_a_broken_answer_is_named_not_temporary_and_never_cached(
         asked = [a for a in insurer.asked if a.startswith("GET /products")]
     for result in results:
         assert result.is_error
-        problem = result.structured_content["problem"]
+        problem = answer_of(result)["problem"]
         assert problem["type"].endswith("/insurer-answer-invalid"), problem
         assert problem["kind"] == "invalid answer"
         assert "Petcare" in problem["detail"] or "petcare" in problem["detail"]
@@ -150,6 +151,6 @@ def test_without_a_published_document_every_operation_is_listed_and_a_missing_on
     assert "readProduct" in names and "inquireTariff" in names
     assert "createCalculation" not in names, "no draft at the server"
     assert missing.is_error
-    problem = missing.structured_content["problem"]
+    problem = answer_of(missing)["problem"]
     assert problem["type"].endswith("/operation-not-admissible")
     assert "does not offer readProduct" in problem["detail"]

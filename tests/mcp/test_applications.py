@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from tests.mcp.applications import (
     IBAN,
     OLD_TIMBER_HOUSE,
@@ -60,7 +61,7 @@ def applications_of(server: ExampleServer, offer_id: str) -> list[tuple[str, str
 
 
 def problem_type(result: Any) -> str:
-    return str(result.structured_content["problem"]["type"]).rsplit("/", 1)[-1]
+    return str(answer_of(result)["problem"]["type"]).rsplit("/", 1)[-1]
 
 
 def test_an_application_binds_only_after_the_person_confirmed_what_they_were_shown(
@@ -76,7 +77,7 @@ def test_an_application_binds_only_after_the_person_confirmed_what_they_were_sho
         made = await follow(
             client, step(offer, "createApplication"), application(offer), idempotencyKey="a-1"
         )
-        found.update(made.structured_content["application"], text=made.content[0].text)
+        found.update(answer_of(made)["application"], text=made.content[0].text)
 
     run(server.mcp("pfefferminzia"), body, "2026-07-28", person)
     [shown] = person.shown
@@ -109,10 +110,10 @@ def test_over_stdio_a_form_asks_the_person_and_a_no_creates_nothing(
             offer = await make_offer(client)
             result = await client.call_tool(
                 "createApplication",
-                {"offerId": offer.structured_content["offer"]["offerId"],
+                {"offerId": answer_of(offer)["offer"]["offerId"],
                  "body": application(offer), "idempotencyKey": "no-1"},
             )  # fmt: skip
-            seen.update(offer=offer.structured_content["offer"]["offerId"], result=result)
+            seen.update(offer=answer_of(offer)["offer"]["offerId"], result=result)
 
         run(target, refused, "legacy", person)
         assert len(person.shown) == 1
@@ -125,7 +126,7 @@ def test_over_stdio_a_form_asks_the_person_and_a_no_creates_nothing(
     async def accepted(client: Client) -> None:
         offer = await make_offer(client)
         result = await follow(client, step(offer, "createApplication"), application(offer))
-        made.update(result.structured_content["application"])
+        made.update(answer_of(result)["application"])
 
     run(target, accepted, "legacy", yes)
     assert made["state"] == "accepted" and len(yes.shown) == 1
@@ -142,7 +143,7 @@ def test_a_client_that_cannot_ask_gets_a_confirmation_page_then_the_retry_applie
     async def first(client: Client) -> None:
         offer = await make_offer(client)
         body = application(offer)
-        arguments = {"offerId": offer.structured_content["offer"]["offerId"], "body": body,
+        arguments = {"offerId": answer_of(offer)["offer"]["offerId"], "body": body,
                      "idempotencyKey": "page-1"}  # fmt: skip
         refused = await client.call_tool("createApplication", arguments)
         assert refused.is_error and problem_type(refused) == "confirmation-required"
@@ -166,7 +167,7 @@ def test_a_client_that_cannot_ask_gets_a_confirmation_page_then_the_retry_applie
     async def retry(client: Client) -> None:
         result = await client.call_tool("createApplication", state["arguments"])
         assert not result.is_error, result.content[0].text
-        made.update(result.structured_content["application"])
+        made.update(answer_of(result)["application"])
 
     run(server.mcp("pfefferminzia"), retry, "legacy", None)
     confirmation = stored(server, made["applicationId"])["consent"]["bc:confirmation"]
@@ -182,7 +183,7 @@ def test_declined_on_the_page_nothing_is_created_and_the_agent_is_told(
 
     async def body(client: Client) -> None:
         offer = await make_offer(client)
-        arguments = {"offerId": offer.structured_content["offer"]["offerId"],
+        arguments = {"offerId": answer_of(offer)["offer"]["offerId"],
                      "body": application(offer), "idempotencyKey": "page-no"}  # fmt: skip
         refused = await client.call_tool("createApplication", arguments)
         page = re.search(r"(http://\S+/omds-ld/confirmations/[\w-]+)", refused.content[0].text)
@@ -211,8 +212,8 @@ def test_one_key_is_one_application_and_another_key_is_already_applied(
         again = await follow(client, apply, sent, idempotencyKey="dup-1")
         assert "Replayed" in again.content[0].text
         assert (
-            again.structured_content["application"]["applicationId"]
-            == first.structured_content["application"]["applicationId"]
+            answer_of(again)["application"]["applicationId"]
+            == answer_of(first)["application"]["applicationId"]
         )
         other = await client.call_tool(
             "createApplication", {**apply["arguments"], "body": application(offer),
@@ -239,7 +240,7 @@ def test_consent_to_other_conditions_is_refused_before_anyone_is_asked(
         consent = application(first)["bc:consent"]  # consented to the first offer
         result = await client.call_tool(
             "createApplication",
-            {"offerId": second.structured_content["offer"]["offerId"],
+            {"offerId": answer_of(second)["offer"]["offerId"],
              "body": application(second, **{"bc:consent": consent})},
         )  # fmt: skip
         assert result.is_error and problem_type(result) == "consent-mismatch"
@@ -247,10 +248,10 @@ def test_consent_to_other_conditions_is_refused_before_anyone_is_asked(
         del missing["bc:consent"]
         result = await client.call_tool(
             "createApplication",
-            {"offerId": second.structured_content["offer"]["offerId"], "body": missing},
+            {"offerId": answer_of(second)["offer"]["offerId"], "body": missing},
         )
         assert result.is_error and problem_type(result) == "consent-missing"
-        state["offer"] = second.structured_content["offer"]["offerId"]
+        state["offer"] = answer_of(second)["offer"]["offerId"]
 
     run(server.mcp("pfefferminzia"), body, "2026-07-28", person)
     assert person.shown == []  # nobody was asked to confirm what cannot be applied for
@@ -274,7 +275,7 @@ def test_personal_data_are_refused_by_field_without_repeating_a_value(
         )  # fmt: skip
         result = await client.call_tool(
             "createApplication",
-            {"offerId": offer.structured_content["offer"]["offerId"], "body": wrong},
+            {"offerId": answer_of(offer)["offer"]["offerId"], "body": wrong},
         )
         assert result.is_error and problem_type(result) == "personal-data-invalid"
         text = result.content[0].text
@@ -295,34 +296,31 @@ def test_the_insurers_decisions_referred_withdrawn_counter_offer_declined(
     async def pfefferminzia(client: Client) -> None:
         offer = await make_offer(client, EXPENSIVE)
         referred = await follow(client, step(offer, "createApplication"), application(offer))
-        data = referred.structured_content["application"]
+        data = answer_of(referred)["application"]
         assert data["state"] == "referred" and data["decisionBy"] and "60.000" in data["reason"]
         withdrawn = await follow(client, step(referred, "withdrawApplication"))
-        assert withdrawn.structured_content["application"]["state"] == "withdrawn"
+        assert answer_of(withdrawn)["application"]["state"] == "withdrawn"
         again = await client.call_tool("withdrawApplication", step(withdrawn, "readApplication")
                                        ["arguments"])  # fmt: skip
         assert not again.is_error  # withdrawing again changes nothing
         old = await make_offer(client, SKODA_OLD, include=["vollkasko"])
         partial = await follow(client, step(old, "createApplication"), application(old))
-        counter = partial.structured_content["application"]
+        counter = answer_of(partial)["application"]
         assert counter["state"] == "counter-offer" and "Vollkasko" in counter["reason"]
         counter_offer = await follow(client, step(partial, "readOffer"))
-        assert (
-            counter_offer.structured_content["premium"]["gross"]
-            < (old.structured_content["premium"]["gross"])
-        )
+        assert answer_of(counter_offer)["premium"]["gross"] < (answer_of(old)["premium"]["gross"])
         # the counter-offer needs the customer's consent of its own
         applied = await follow(
             client, step(partial, "createApplication"), application(counter_offer)
         )
-        assert applied.structured_content["application"]["state"] == "accepted"
+        assert answer_of(applied)["application"]["state"] == "accepted"
 
     run(server.mcp("pfefferminzia"), pfefferminzia, "2026-07-28", person)
 
     async def angloamerican(client: Client) -> None:
         offer = await make_offer(client, OLD_TIMBER_HOUSE, product="home-2024")
         declined = await follow(client, step(offer, "createApplication"), application(offer))
-        data = declined.structured_content["application"]
+        data = answer_of(declined)["application"]
         assert data["state"] == "declined" and "timber" in data["reason"]
         step(declined, "createCalculation")  # what is still admissible: calculate anew
 
@@ -334,7 +332,7 @@ def test_another_brokers_offer_is_not_found(server: ExampleServer, tmp_path: Pat
 
     async def alpha(client: Client) -> None:
         offer = await make_offer(client)
-        state.update(offer=offer.structured_content["offer"]["offerId"], body=application(offer))
+        state.update(offer=answer_of(offer)["offer"]["offerId"], body=application(offer))
 
     run(server.mcp("pfefferminzia"), alpha, "2026-07-28", Person())
     beta = stdio_parameters(
@@ -384,7 +382,7 @@ def test_an_expired_offer_leads_to_a_new_calculation_from_the_same_case_data(
 
         async def offered(client: Client) -> None:
             offer = await make_offer(client)
-            state.update(offer=offer.structured_content["offer"], body=application(offer))
+            state.update(offer=answer_of(offer)["offer"], body=application(offer))
 
         run(example.mcp("pfefferminzia"), offered, "2026-07-28", Person())
     example.extra_args = ["--clock-offset-days", "31"]
@@ -393,19 +391,17 @@ def test_an_expired_offer_leads_to_a_new_calculation_from_the_same_case_data(
 
         async def later(client: Client) -> None:
             read = await client.call_tool("readOffer", {"offerId": state["offer"]["offerId"]})
-            assert read.structured_content["offer"]["expired"] is True
-            assert "createApplication" not in {
-                s["tool"] for s in read.structured_content["nextSteps"]
-            }
+            assert answer_of(read)["offer"]["expired"] is True
+            assert "createApplication" not in {s["tool"] for s in answer_of(read)["nextSteps"]}
             result = await client.call_tool(
                 "createApplication", {"offerId": state["offer"]["offerId"], "body": state["body"]}
             )
             assert result.is_error and problem_type(result) == "offer-expired"
             again = await follow(client, step(result, "createCalculation"))  # same case data
-            [vehicle] = again.structured_content["riskObjects"]
+            [vehicle] = answer_of(again)["riskObjects"]
             assert vehicle["fields"]["p:make"] == "Skoda"
             priced = await follow(client, step(again, "calculatePremium"))
-            assert priced.structured_content["premium"]["gross"] == 1684.88
+            assert answer_of(priced)["premium"]["gross"] == 1684.88
 
         run(example.mcp("pfefferminzia"), later, "2026-07-28", person)
     assert person.shown == []
@@ -428,16 +424,16 @@ def test_a_timeout_after_the_insurer_accepted_is_reconciled_never_applied_twice(
 
         async def body(client: Client) -> None:
             offer = await make_offer(client)
-            arguments = {"offerId": offer.structured_content["offer"]["offerId"],
+            arguments = {"offerId": answer_of(offer)["offer"]["offerId"],
                          "body": application(offer), "idempotencyKey": "lost-1"}  # fmt: skip
             lost = await client.call_tool("createApplication", arguments)
             assert lost.is_error and problem_type(lost) == "insurer-timeout", lost.content[0].text
             listed = await client.call_tool("listApplications", {"offerId": arguments["offerId"]})
-            assert [a["state"] for a in listed.structured_content["applications"]] == ["accepted"]
+            assert [a["state"] for a in answer_of(listed)["applications"]] == ["accepted"]
             retried = await client.call_tool("createApplication", arguments)
             assert not retried.is_error, retried.content[0].text
-            assert retried.structured_content["provenance"].get("replayed")
-            state.update(offer=arguments["offerId"], retried=retried.structured_content)
+            assert answer_of(retried)["provenance"].get("replayed")
+            state.update(offer=arguments["offerId"], retried=answer_of(retried))
 
         run(target, body, "legacy", person)
     assert len(applications_of(server, state["offer"])) == 1
@@ -463,7 +459,7 @@ def test_an_offer_the_tariff_would_price_anew_is_not_applied_for(tmp_path: Path)
 
         async def offered(client: Client) -> None:
             offer = await make_offer(client)
-            state.update(offer=offer.structured_content["offer"], body=application(offer))
+            state.update(offer=answer_of(offer)["offer"], body=application(offer))
 
         run(example.mcp("pfefferminzia"), offered, "2026-07-28", Person())
     tariff = insurers / "pfefferminzia" / "kraftfahrt-2025.yaml"
@@ -480,7 +476,7 @@ def test_an_offer_the_tariff_would_price_anew_is_not_applied_for(tmp_path: Path)
             assert result.is_error and problem_type(result) == "conditions-changed"
             again = await follow(client, step(result, "createCalculation"))
             priced = await follow(client, step(again, "calculatePremium"))
-            assert priced.structured_content["premium"]["gross"] > 1684.88
+            assert answer_of(priced)["premium"]["gross"] > 1684.88
 
         run(example.mcp("pfefferminzia"), repriced, "2026-07-28", person)
     assert len(person.shown) == 1  # asked (the offer itself is unchanged), then refused
@@ -498,7 +494,7 @@ def test_over_http_a_2025_client_with_elicitation_is_asked_by_a_form(
     async def body(client: Client) -> None:
         offer = await make_offer(client)
         result = await follow(client, step(offer, "createApplication"), application(offer))
-        made.update(result.structured_content["application"])
+        made.update(answer_of(result)["application"])
 
     run(server.mcp("pfefferminzia"), body, "legacy", person)
     assert len(person.shown) == 1 and made["state"] == "accepted"

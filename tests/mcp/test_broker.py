@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import follow, step
 from tests.servers import ExampleServer
@@ -28,16 +29,16 @@ async def premium_at(client: Client, insurer: str) -> Decimal:
     """The Skoda's premium at one insurer, following only the answers' next steps."""
     products = await client.call_tool("listProducts", {"insurer": insurer})
     assert not products.is_error, products.content[0].text
-    if products.structured_content["process"] == "inquiry":
+    if answer_of(products)["process"] == "inquiry":
         instance = await follow(client, step(products, "readDefaultInstance"))
-        body = instance.structured_content["body"]
+        body = answer_of(instance)["body"]
         body["p:instance"]["p:hasRiskObject"] = [SKODA]
         priced = await follow(client, step(instance, "inquireTariff"), body)
     else:
         case = await follow(client, step(products, "createCalculation"))
         added = await follow(client, step(case, "createRiskObject"), SKODA)
         priced = await follow(client, step(added, "calculatePremium"))
-    return Decimal(str(priced.structured_content["premium"]["gross"]))
+    return Decimal(str(answer_of(priced)["premium"]["gross"]))
 
 
 def test_every_tool_is_listed_once_with_the_insurer_to_call(server: ExampleServer) -> None:
@@ -59,7 +60,7 @@ def test_a_comparison_follows_the_next_steps_which_carry_the_insurer(
     async def body(client: Client) -> None:
         products = await client.call_tool("listProducts", {"insurer": "pfefferminzia"})
         assert "Next steps, each with insurer=pfefferminzia:" in products.content[0].text
-        for entry in products.structured_content["nextSteps"]:
+        for entry in answer_of(products)["nextSteps"]:
             assert entry["arguments"]["insurer"] == "pfefferminzia"
         assert await premium_at(client, "pfefferminzia") == Decimal("1684.88")
         assert await premium_at(client, "disrupto") == Decimal("1327.06")
@@ -71,7 +72,7 @@ def test_a_comparison_follows_the_next_steps_which_carry_the_insurer(
         case = await follow(client, step(products, "createCalculation"))
         added = await follow(client, step(case, "createRiskObject"), SKODA)
         priced = await follow(client, step(added, "calculatePremium"))
-        assert Decimal(str(priced.structured_content["premium"]["gross"])) == Decimal("1684.88")
+        assert Decimal(str(answer_of(priced)["premium"]["gross"])) == Decimal("1684.88")
 
     run(server.mcp("pfefferminzia"), alone)
 
@@ -82,10 +83,10 @@ def test_a_call_naming_no_insurer_or_one_that_does_not_offer_the_tool_is_refused
     async def body(client: Client) -> None:
         unknown = await client.call_tool("listProducts", {"insurer": "nobody"})
         assert unknown.is_error
-        problem = unknown.structured_content["problem"]
+        problem = answer_of(unknown)["problem"]
         assert problem["type"].endswith("/invalid-parameter")
         assert problem["known"] == ["angloamerican", "disrupto", "pfefferminzia"]
-        assert {s["arguments"]["insurer"] for s in unknown.structured_content["nextSteps"]} == {
+        assert {s["arguments"]["insurer"] for s in answer_of(unknown)["nextSteps"]} == {
             "angloamerican", "disrupto", "pfefferminzia"
         }  # fmt: skip
         missing = await client.call_tool("listProducts", {})

@@ -8,6 +8,7 @@ from typing import Any
 
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
 from tests.mcp.test_errors import PRODUCT, insurer_calls
 from tests.servers import ExampleServer
@@ -16,7 +17,7 @@ AGENTS = 8
 
 
 def step(result: Any, tool: str) -> dict[str, Any]:
-    steps: list[dict[str, Any]] = result.structured_content["nextSteps"]
+    steps: list[dict[str, Any]] = answer_of(result)["nextSteps"]
     return next(s for s in steps if s["tool"] == tool)
 
 
@@ -26,15 +27,15 @@ async def agent(url: str, mode: str) -> tuple[str, Any, list[str]]:
         products = await client.call_tool("listProducts", {})
         create = step(products, "createCalculation")
         case = await client.call_tool("createCalculation", {"body": create["body"]})
-        case_id = case.structured_content["case"]["caseId"]
+        case_id = answer_of(case)["case"]["caseId"]
         add = step(case, "createRiskObject")
         added = await client.call_tool("createRiskObject", {**add["arguments"], "body": SKODA})
         premium = await client.call_tool(
             "calculatePremium", step(added, "calculatePremium")["arguments"]
         )
         assert not premium.is_error, premium.content[0].text
-        named = [s["arguments"].get("caseId") for s in premium.structured_content["nextSteps"]]
-        return case_id, premium.structured_content["premium"]["gross"], named
+        named = [s["arguments"].get("caseId") for s in answer_of(premium)["nextSteps"]]
+        return case_id, answer_of(premium)["premium"]["gross"], named
 
 
 def test_concurrent_agents_each_complete_their_own_case(server: ExampleServer) -> None:
@@ -67,12 +68,10 @@ def test_concurrent_creates_with_one_key_act_once(server: ExampleServer) -> None
 
     before = [e for e in insurer_calls(server) if e["method"] == "POST"]
     results = asyncio.run(run())
-    created = {r.structured_content["case"]["caseId"] for r in results if not r.is_error}
+    created = {answer_of(r)["case"]["caseId"] for r in results if not r.is_error}
     busy = [r for r in results if r.is_error]
     assert len(created) == 1, "one key made more than one case"
     for refused in busy:  # a duplicate that came while the first was running: told to retry
-        assert refused.structured_content["problem"]["type"].endswith(
-            "/idempotency-request-in-progress"
-        )
+        assert answer_of(refused)["problem"]["type"].endswith("/idempotency-request-in-progress")
     posts = [e for e in insurer_calls(server) if e["method"] == "POST"][len(before) :]
     assert len([e for e in posts if e["path"].endswith("/calculations")]) == 1

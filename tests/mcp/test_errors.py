@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import connect, follow, stdio_parameters, step
 from tests.servers import ExampleServer, free_port
@@ -23,9 +24,9 @@ PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
 
 def problem_of(result: Any) -> dict[str, Any]:
     assert result.is_error, "expected a tool error"
-    problem: dict[str, Any] = result.structured_content["problem"]
+    problem: dict[str, Any] = answer_of(result)["problem"]
     assert problem["type"].startswith("https://w3id.org/omds-ld/problems/")
-    assert result.structured_content["nextSteps"], "an error lists what is still admissible"
+    assert answer_of(result)["nextSteps"], "an error lists what is still admissible"
     assert "Still admissible" in result.content[0].text
     return problem
 
@@ -41,7 +42,7 @@ def test_invalid_body_never_reaches_the_insurer(server: ExampleServer, tmp_path:
             case = await client.call_tool(
                 "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
             )
-            case_id = case.structured_content["case"]["caseId"]
+            case_id = answer_of(case)["case"]["caseId"]
             before = insurer_calls(server)
             refused = await client.call_tool(
                 "createRiskObject",
@@ -79,7 +80,7 @@ def test_unknown_case_is_an_error_listing_the_sessions_cases(
             case = await client.call_tool(
                 "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
             )
-            case_id = case.structured_content["case"]["caseId"]
+            case_id = answer_of(case)["case"]["caseId"]
             wrong = case_id[:-3] + ("000" if not case_id.endswith("000") else "111")
             return case_id, await client.call_tool("readCalculation", {"caseId": wrong})
 
@@ -107,7 +108,7 @@ def test_insurer_problems_arrive_as_tool_errors(
             case = await client.call_tool(
                 "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
             )
-            case_id = case.structured_content["case"]["caseId"]
+            case_id = answer_of(case)["case"]["caseId"]
             if name == "not found":
                 return await client.call_tool("readCalculation", {"caseId": "0000000000"})
             if name == "conflict":
@@ -200,7 +201,7 @@ def test_retried_create_with_the_same_key_acts_once(server: ExampleServer, tmp_p
     before = len(server.snapshot()["cases"])
     first, second = asyncio.run(run())
     assert not first.is_error and not second.is_error
-    assert first.structured_content["case"] == second.structured_content["case"]
+    assert answer_of(first)["case"] == answer_of(second)["case"]
     assert len(server.snapshot()["cases"]) == before + 1
 
 

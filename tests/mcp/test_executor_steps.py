@@ -13,6 +13,7 @@ import pytest
 
 from omds_ld.auth.upstream import UpstreamTokenError
 from omds_ld.mcp.catalogue import tools
+from omds_ld.mcp.condense import answer_of
 from omds_ld.mcp.executor import Executor, Instance, Refusal, _Request
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import MemoryStateStore, StateUnavailable
@@ -123,6 +124,6 @@ def test_an_answered_write_is_replayed_and_a_refused_one_lets_its_key_go() -> No
 
     first, again, refused, retried = asyncio.run(run())
     assert not first.is_error and not again.is_error
-    assert again.structured_content["provenance"]["replayed"]
+    assert answer_of(again)["provenance"]["replayed"]
     assert refused.is_error and not retried.is_error, "the refused call's key was let go"
     assert len(asked) == 3, "the replay did not ask the insurer"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import FLAT, SKODA
 from tests.mcp.clients import TRANSPORTS, connect, follow, step
 from tests.servers import ExampleServer
@@ -28,20 +29,18 @@ def test_pfefferminzia_skoda_by_next_steps(
             products = await client.call_tool("listProducts", {})
             assert not products.is_error
             case = await follow(client, step(products, "createCalculation"))
-            assert case.structured_content["case"]["status"] == "draft"
+            assert answer_of(case)["case"]["status"] == "draft"
             add_vehicle = step(case, "createRiskObject")
             assert add_vehicle["expects"] == ["https://pfefferminzia.example/shapes/VehicleShape"]
             shape = next(
-                s
-                for s in case.structured_content["shapes"]
-                if s["iri"] == add_vehicle["expects"][0]
+                s for s in answer_of(case)["shapes"] if s["iri"] == add_vehicle["expects"][0]
             )
             required = {f["name"] for f in shape["fields"] if f["required"]}
             assert required == {k for k in SKODA if k != "@type"}
             with_vehicle = await follow(client, add_vehicle, SKODA)
-            assert with_vehicle.structured_content["validation"]["conforms"] is True
+            assert answer_of(with_vehicle)["validation"]["conforms"] is True
             priced = await follow(client, step(with_vehicle, "calculatePremium"))
-            premium = priced.structured_content["premium"]
+            premium = answer_of(priced)["premium"]
             assert Decimal(str(premium["gross"])) == Decimal("1684.88")
             assert "1684.88 EUR" in priced.content[0].text
 
@@ -61,11 +60,11 @@ def test_disrupto_inquiry_by_next_steps(
             instance = await follow(client, step(products, "readDefaultInstance"))
             inquire = step(instance, "inquireTariff")
             assert "https://disrupto.example/shapes/VehicleShape" in inquire["expects"]
-            body = instance.structured_content["body"]
+            body = answer_of(instance)["body"]
             body["p:instance"].setdefault("p:hasRiskObject", []).append(SKODA)
             priced = await follow(client, inquire, body)
-            assert priced.structured_content["validation"]["conforms"] is True
-            assert Decimal(str(priced.structured_content["premium"]["gross"])) == Decimal("1327.06")
+            assert answer_of(priced)["validation"]["conforms"] is True
+            assert Decimal(str(answer_of(priced)["premium"]["gross"])) == Decimal("1327.06")
 
     asyncio.run(run())
 
@@ -77,11 +76,9 @@ def test_angloamerican_household_by_next_steps(
     async def run() -> None:
         async with connect(transport, server, "angloamerican", tmp_path / "log.jsonl") as client:
             products = await client.call_tool("listProducts", {})
-            home = next(
-                p for p in products.structured_content["products"] if p["label"] == "Home 2024"
-            )
+            home = next(p for p in answer_of(products)["products"] if p["label"] == "Home 2024")
             start = next(
-                s for s in products.structured_content["nextSteps"]
+                s for s in answer_of(products)["nextSteps"]
                 if s["tool"] == "createCalculation" and s["target"] == home["iri"]
             )  # fmt: skip
             case = await follow(client, start)
@@ -89,6 +86,6 @@ def test_angloamerican_household_by_next_steps(
             assert add_dwelling["expects"] == ["https://angloamerican.example/shapes/DwellingShape"]
             with_flat = await follow(client, add_dwelling, FLAT)
             priced = await follow(client, step(with_flat, "calculatePremium"))
-            assert Decimal(str(priced.structured_content["premium"]["gross"])) == Decimal("416.25")
+            assert Decimal(str(answer_of(priced)["premium"]["gross"])) == Decimal("416.25")
 
     asyncio.run(run())

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import follow, step
 from tests.mcp.test_http import HEADERS, open_session
@@ -58,7 +59,7 @@ def test_hostile_arguments_are_invalid_input_in_both_eras(
         assert response.status_code == 200, response.text
         result = response.json()["result"]
         assert result["isError"] is True
-        problem = result["structuredContent"]["problem"]
+        problem = answer_of(result)["problem"]
         answers.append((problem["type"], problem["kind"], problem["errors"][0]["detail"]))
     assert answers[0] == answers[1], "the same in both eras"
     assert answers[0][0].endswith("/invalid-parameter") and answers[0][1] == "invalid input"
@@ -84,7 +85,7 @@ def test_control_characters_are_refused_not_stripped(server: ExampleServer, tmp_
         async with Client(server.mcp("pfefferminzia"), mode="2026-07-28") as client:
             products = await client.call_tool("listProducts", {})
             case = await follow(client, step(products, "createCalculation"), idempotencyKey="k")
-            case_id = case.structured_content["case"]["caseId"]
+            case_id = answer_of(case)["case"]["caseId"]
             read = await client.call_tool("readCalculation", {"caseId": case_id + "\u0000"})
             other_key = await client.call_tool(
                 "createCalculation",
@@ -100,12 +101,12 @@ def test_control_characters_are_refused_not_stripped(server: ExampleServer, tmp_
     read, other_key, plate, unchanged = asyncio.run(run())
     for refused, pointer in ((read, "/caseId"), (other_key, "/idempotencyKey")):
         assert refused.is_error
-        assert refused.structured_content["problem"]["errors"][0]["pointer"] == pointer
+        assert answer_of(refused)["problem"]["errors"][0]["pointer"] == pointer
     assert plate.is_error
-    problem = plate.structured_content["problem"]
+    problem = answer_of(plate)["problem"]
     assert problem["type"].endswith("/invalid-body")
     assert problem["errors"][0]["pointer"] == "/body/p:licensePlate"
-    assert unchanged.structured_content["riskObjects"] == []
+    assert answer_of(unchanged)["riskObjects"] == []
 
 
 def test_the_mcp_endpoint_compares_host_and_port_exactly(

@@ -13,6 +13,7 @@ from typing import Any
 import mcp_types as types
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.norm import load_norm
 from tests.servers import ExampleServer, McpServer, free_port
 
@@ -57,7 +58,7 @@ def test_an_insurer_down_at_start_is_learned_when_it_comes(tmp_path: Path) -> No
         insurer.stop()
     assert listed == NORM_TOOLS, "a failed read says nothing about the draft: all the norm's tools"
     assert down.is_error
-    problem = down.structured_content["problem"]
+    problem = answer_of(down)["problem"]
     assert problem["type"].endswith("/service-unavailable") and problem["kind"] == "temporary"
     assert changed(), "the sessions were told that the tools changed"
     assert "createCalculation" not in after and {"inquireTariff", "listProducts"} <= after
@@ -89,6 +90,6 @@ def test_a_call_to_an_insurer_that_never_answers_waits_one_timeout(tmp_path: Pat
         replica.stop()
         silent.close()
     assert result.is_error
-    assert result.structured_content["problem"]["kind"] == "temporary"
+    assert answer_of(result)["problem"]["kind"] == "temporary"
     # one timeout and what surrounds it, not two timeouts in a row
     assert seconds < 1.75 * timeout, seconds

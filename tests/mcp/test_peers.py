@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from omds_ld.mcp.condense import answer_of
 from tests.servers import ExampleServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +47,7 @@ def test_inspector_lists_and_calls_tools_over_http(server: ExampleServer, tmp_pa
     called = run([*inspector, "--method", "tools/call", "--tool-name", "listProducts"], tmp_path)
     assert called.returncode == 0, called.stderr
     result = json.loads(called.stdout)
-    assert result["structuredContent"]["products"][0]["productId"] == "kraftfahrt-2022"
+    assert answer_of(result)["products"][0]["productId"] == "kraftfahrt-2022"
     assert not result.get("isError")
 
 
@@ -67,7 +68,7 @@ def test_inspector_lists_and_calls_tools_over_stdio(server: ExampleServer, tmp_p
     )  # fmt: skip
     assert called.returncode == 0, called.stderr
     result = json.loads(called.stdout)
-    assert result["structuredContent"]["product"]["label"] == "Kraftfahrt 2025"
+    assert answer_of(result)["product"]["label"] == "Kraftfahrt 2025"
 
 
 def test_conformance_suite_passes_beyond_its_fixture_only_scenarios(

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from tests.conftest import start_redis
 from tests.mcp.test_errors import PRODUCT, insurer_calls
 from tests.mcp.test_http import in_session, open_session
@@ -64,7 +65,7 @@ async def create(url: str, key: str) -> dict[str, Any]:
             "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}, "idempotencyKey": key}
         )
         assert not result.is_error, result.content[0].text
-        case: dict[str, Any] = result.structured_content["case"]
+        case: dict[str, Any] = answer_of(result)["case"]
         return case
 
 
@@ -133,7 +134,7 @@ def test_a_redis_outage_is_a_temporary_error_and_the_replica_recovers(
         redis.stop()
         down = asyncio.run(read_products())
         assert down.is_error
-        problem = down.structured_content["problem"]
+        problem = answer_of(down)["problem"]
         assert problem["type"].endswith("/service-unavailable") and problem["kind"] == "temporary"
         assert in_session(client, url, session).status_code == 503
         redis.start()  # the same port, empty: the replica carries on without a restart

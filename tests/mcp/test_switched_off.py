@@ -10,6 +10,7 @@ from typing import Any
 
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from tests.mcp.clients import stdio_parameters
 from tests.mcp.test_errors import PRODUCT, insurer_calls
 from tests.servers import ExampleServer
@@ -30,7 +31,7 @@ def test_a_switched_off_tool_is_not_listed_not_offered_and_refused(
             )
             refused = await client.call_tool(
                 "createRiskObject",
-                {"caseId": case.structured_content["case"]["caseId"], "body": {}},
+                {"caseId": answer_of(case)["case"]["caseId"], "body": {}},
             )
             return listed, case, refused
 
@@ -39,10 +40,10 @@ def test_a_switched_off_tool_is_not_listed_not_offered_and_refused(
     assert "createRiskObject" not in listed and "createCalculation" in listed
     steps_text = case.content[0].text.split("Next steps", 1)[1]
     assert "createRiskObject" not in steps_text and "validateCalculation" in steps_text
-    assert all(s["tool"] != "createRiskObject" for s in case.structured_content["nextSteps"])
-    assert any(s["tool"] == "validateCalculation" for s in case.structured_content["nextSteps"])
+    assert all(s["tool"] != "createRiskObject" for s in answer_of(case)["nextSteps"])
+    assert any(s["tool"] == "validateCalculation" for s in answer_of(case)["nextSteps"])
     assert refused.is_error
-    problem = refused.structured_content["problem"]
+    problem = answer_of(refused)["problem"]
     assert problem["type"].endswith("/operation-not-admissible")
     assert "switched off by the operator" in problem["detail"]
     asked = [e for e in insurer_calls(server)[before:] if "risk-objects" in e["path"]]

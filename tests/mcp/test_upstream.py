@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.mcp.state import MemoryStateStore
 from omds_ld.mcp.transport import AsgiTransport
 from omds_ld.mcp.upstream import CALLER, Caller, Upstream
@@ -29,8 +30,8 @@ def test_a_repeated_read_comes_from_the_cache(server: ExampleServer, tmp_path: P
             second = await client.call_tool("readProduct", {"productId": "kraftfahrt-2025"})
             assert len(insurer_calls(server)) == before, "a fresh cached read asked the insurer"
             return (
-                first.structured_content["provenance"]["fromCache"],
-                second.structured_content["provenance"]["fromCache"],
+                answer_of(first)["provenance"]["fromCache"],
+                answer_of(second)["provenance"]["fromCache"],
             )
 
     assert asyncio.run(run()) == (False, True)
@@ -42,14 +43,14 @@ def test_a_read_after_a_write_is_never_stale(server: ExampleServer, tmp_path: Pa
             case = await client.call_tool(
                 "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
             )
-            case_id = case.structured_content["case"]["caseId"]
+            case_id = answer_of(case)["case"]["caseId"]
             counts = []
             for _ in range(2):
                 read = await client.call_tool("readCalculation", {"caseId": case_id})
-                counts.append(len(read.structured_content["riskObjects"]))
+                counts.append(len(answer_of(read)["riskObjects"]))
             await client.call_tool("createRiskObject", {"caseId": case_id, "body": SKODA})
             read = await client.call_tool("readCalculation", {"caseId": case_id})
-            counts.append(len(read.structured_content["riskObjects"]))
+            counts.append(len(answer_of(read)["riskObjects"]))
             return counts
 
     assert asyncio.run(run()) == [0, 0, 1]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.agents.reference import ReferenceAgent
 from omds_ld.scenarios.grader import grade
 from omds_ld.scenarios.protocol import FINAL, PERSON, RUN_END, TOOL_CALL, read_protocol
@@ -39,7 +40,7 @@ def line_of(protocol: Protocol, event: str, tool: str | None = None) -> int:
 
 def no_conforming_premium(p: Protocol) -> int:
     line = line_of(p, TOOL_CALL, "calculatePremium")
-    p[line - 1]["mcp.tool.result"]["structuredContent"]["validation"]["conforms"] = False
+    answer_of(p[line - 1]["mcp.tool.result"])["validation"]["conforms"] = False
     return line
 
 
@@ -91,13 +92,13 @@ def invented_premium(p: Protocol) -> int:
 def application_without_yes(p: Protocol) -> int:
     """An application made (an answer gave one) though the person was never asked."""
     line = line_of(p, TOOL_CALL, "calculatePremium")
-    offered = p[line - 1]["mcp.tool.result"]["structuredContent"]["nextSteps"]
+    offered = answer_of(p[line - 1]["mcp.tool.result"])["nextSteps"]
     offered.append({"tool": "createApplication", "target": "https://pfefferminzia.example/offers/o1",
                     "arguments": {"offerId": "o1"}})  # fmt: skip
     call = copy.deepcopy(p[line - 1])
     call["gen_ai.tool.name"] = "createApplication"
     call["gen_ai.tool.call.arguments"] = {"offerId": "o1"}
-    call["mcp.tool.result"]["structuredContent"] = {
+    call["mcp.tool.result"]["_meta"]["omds-ld/answer"] = {
         "application": {"applicationId": "a1", "state": "accepted", "policyNumber": "PFM-1"},
         "nextSteps": [],
     }
@@ -155,7 +156,7 @@ def test_reading_a_product_and_a_shape_before_starting_passes(recorded: Protocol
     for offset, (tool, arguments) in enumerate(reads):
         call = copy.deepcopy(start)
         call.update({"gen_ai.tool.name": tool, "gen_ai.tool.call.arguments": arguments})
-        call["mcp.tool.result"] = {"structuredContent": {"nextSteps": []}}
+        call["mcp.tool.result"] = {"_meta": {"omds-ld/answer": {"nextSteps": []}}}
         protocol.insert(line - 1 + offset, call)
     offered = next(c for c in grade(protocol).criteria if c.name == "offered")
     assert offered.passed, offered.reason

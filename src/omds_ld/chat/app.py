@@ -36,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 from omds_ld.chat.conversations import MAX_BYTES, MAX_EVENTS, Conversations, owner_of
 from omds_ld.chat.login import BearerAuth, LoginFailed, Logins
 from omds_ld.chat.worker import ASKED, TURN_BUDGET, TURN_END, USER, Workers, mcp_http
+from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.agents.models import INSTRUCTION, ModelAgent
 from omds_ld.scenarios.grader import grade
 from omds_ld.scenarios.protocol import MODEL_CALL, PERSON, RUN_END, RUN_START, TOOL_CALL, now
@@ -600,7 +601,7 @@ def scenario_of(
             risks = (body.get("p:instance") or {}).get("p:hasRiskObject") or []
             if risks and isinstance(risks[0], dict):
                 facts = {k: v for k, v in risks[0].items() if k not in ("@context", "@id")}
-        content = (event.get("mcp.tool.result") or {}).get("structuredContent") or {}
+        content = answer_of(event.get("mcp.tool.result") or {})
         if content.get("premium"):
             premiums[str(event["mcp.server"])] = content["premium"].get("gross")
             defaults = {str(d["label"]): str(d["label"]) for d in content.get("defaults", [])}

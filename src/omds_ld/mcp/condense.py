@@ -71,17 +71,65 @@ STRUCTURED_SCHEMA: dict[str, Any] = {
 }
 
 
-# Declared on every tool of every server, so it says only what every result has: the next steps
-# and the provenance. The other parts are in STRUCTURED_SCHEMA (and the docs); repeating them on
-# each tool cost a third of tools/list.
+# The whole structured answer travels in the result's ``_meta`` under this key: for programs (a
+# client's UI, the scenario checker), which a host does not show to a model.
+ANSWER_META = "omds-ld/answer"
+
+# What structuredContent carries, where a client may show it to a model: the answer's facts in a
+# few keys, never larger than the text (which has the rest; ``_meta`` has everything).
+SUMMARY_PARTS: dict[str, tuple[str, ...]] = {
+    "case": ("caseId", "status"),
+    "offer": ("offerId", "validUntil", "digest", "expired"),
+    "application": ("applicationId", "state", "policyNumber"),
+    "premium": ("gross", "currency", "period"),
+    "validation": ("conforms",),
+    "problem": ("type", "kind"),
+    "provenance": ("time", "fromCache", "reusableForSeconds", "replayed"),
+}
+
+# Declared on every tool of every server: what every result's structuredContent has, and its
+# other parts with their types.
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "required": ["operation", "insurer", "nextSteps", "provenance"],
+    "required": ["operation", "insurer", "provenance"],
     "properties": {
-        name: {"type": STRUCTURED_SCHEMA["properties"][name]["type"]}
-        for name in ("operation", "insurer", "nextSteps", "provenance")
+        "operation": {"type": "string"},
+        "insurer": {"type": "string"},
+        "status": {"type": "integer"},
+        "process": STRUCTURED_SCHEMA["properties"]["process"],
+        **{name: _OBJECT for name in SUMMARY_PARTS},
     },
 }
+
+
+def summary_of(structured: Mapping[str, Any]) -> dict[str, Any]:
+    """The structuredContent of an answer: a summary of its whole structured form."""
+    out = {
+        k: structured[k] for k in ("operation", "insurer", "status", "process") if k in structured
+    }
+    for part, keys in SUMMARY_PARTS.items():
+        whole = structured.get(part)
+        if isinstance(whole, Mapping):
+            out[part] = {k: whole[k] for k in keys if whole.get(k) is not None}
+    if "provenance" not in out:
+        out["provenance"] = {}
+    return out
+
+
+def answer_of(result: Any) -> dict[str, Any]:
+    """The whole structured answer of a tool result of the norm's MCP server, from the SDK's
+    result or its JSON (``_meta``; a result without one: its structuredContent)."""
+    if isinstance(result, Mapping):
+        meta, structured = result.get("_meta"), result.get("structuredContent")
+    else:
+        meta, structured = (
+            getattr(result, "meta", None),
+            getattr(result, "structured_content", None),
+        )
+    found = meta.get(ANSWER_META) if isinstance(meta, Mapping) else None
+    if isinstance(found, Mapping):
+        return dict(found)
+    return dict(structured) if isinstance(structured, Mapping) else {}
 
 
 DEFAULTS_AS_BEFORE = "Still at the insurer's default: as before"

@@ -21,6 +21,7 @@ from opentelemetry.trace import get_current_span
 from omds_ld.auth.upstream import UpstreamTokenError
 from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.condense import (
+    ANSWER_META,
     ANSWER_TYPES,
     Condensed,
     Shared,
@@ -28,6 +29,7 @@ from omds_ld.mcp.condense import (
     condense_problem,
     local,
     many,
+    summary_of,
 )
 from omds_ld.mcp.confirm import Confirmations, Person
 from omds_ld.mcp.gate import Gate
@@ -361,8 +363,8 @@ class Executor:
         duration = round((time.perf_counter() - started) * 1000, 2)
         log["durationMs"] = duration
         log["provenance"] = dict(provenance)
-        if isinstance(result.structured_content, dict):
-            result.structured_content["provenance"]["durationMs"] = duration
+        if isinstance(result.meta, dict) and ANSWER_META in result.meta:
+            result.meta[ANSWER_META]["provenance"]["durationMs"] = duration
         self.request_log.write(log)
         return result
 
@@ -705,9 +707,9 @@ class Executor:
             shared=_shared(),
         )
         seen.update(s["@id"] for s in body.get("bc:shape", []) if "@id" in s)
-        for iri, digest in condensed.drafts.items():  # the latest last
+        for iri, shown in condensed.drafts.items():  # the latest last
             memory.drafts.pop(iri, None)
-            memory.drafts[iri] = digest
+            memory.drafts[iri] = shown
         while len(memory.drafts) > MAX_CASES_REMEMBERED:
             del memory.drafts[next(iter(memory.drafts))]
         case = condensed.structured.get("case")
@@ -850,9 +852,16 @@ def _shared() -> Shared | None:
 
 
 def tool_result(condensed: Condensed, *, error: bool, full: Any = None) -> types.CallToolResult:
+    """The text for the model, a summary as structuredContent, the whole structured answer in
+    ``_meta`` (and the insurer's JSON-LD with ``full``)."""
     structured = dict(condensed.structured)  # built for this call alone: no copy needed
     content: list[types.ContentBlock] = [types.TextContent(text=condensed.text)]
     if full is not None:
         structured["full"] = full
         content.append(types.TextContent(text=json.dumps(full, ensure_ascii=False)))
-    return types.CallToolResult(content=content, structured_content=structured, is_error=error)
+    return types.CallToolResult(
+        content=content,
+        structured_content=summary_of(structured),
+        is_error=error,
+        _meta={ANSWER_META: structured},
+    )

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.agents.reference import ReferenceAgent
 from omds_ld.scenarios.embedded import example_server
 from omds_ld.scenarios.protocol import FINAL, TOOL_CALL, read_protocol
@@ -19,7 +20,7 @@ SEED_EXAMPLES = ("pfefferminzia-skoda", "disrupto-skoda")
 
 def came_back(event: Mapping[str, Any]) -> str:
     """What a tool call returned, in a few words."""
-    content: Mapping[str, Any] = event["mcp.tool.result"].get("structuredContent") or {}
+    content: Mapping[str, Any] = answer_of(event["mcp.tool.result"])
     if event.get("is_error"):
         return f"refused: {content.get('problem', {}).get('type', 'error')}"
     if content.get("premium"):

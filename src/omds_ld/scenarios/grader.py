@@ -9,6 +9,7 @@ from decimal import Decimal
 from functools import cache
 from typing import Any
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.norm import load_norm
 from omds_ld.scenarios.protocol import (
     FINAL,
@@ -62,7 +63,7 @@ def _results(protocol: Protocol) -> list[tuple[int, Mapping[str, Any]]]:
 
 def _structured(event: Mapping[str, Any]) -> Mapping[str, Any]:
     result = event.get("mcp.tool.result", {})
-    structured: Mapping[str, Any] = result.get("structuredContent") or {}
+    structured: Mapping[str, Any] = answer_of(result)
     return structured
 
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.grader import Grade, grade
 from omds_ld.scenarios.protocol import (
     FINAL,
@@ -113,7 +114,7 @@ def _inquired(scenario: Scenario, protocol: Sequence[Mapping[str, Any]]) -> dict
     names = [name for name, _ in scenario.risk_objects()]
     found: dict[str, int] = {}
     for event in protocol:
-        content = (event.get("mcp.tool.result") or {}).get("structuredContent") or {}
+        content = answer_of(event.get("mcp.tool.result") or {})
         if event.get("event") == TOOL_CALL and content.get("premium") and not event.get("is_error"):
             server = str(event["mcp.server"])
             if content.get("offer"):

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import httpx
 from mcp import Client
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.grader import inadmissible
 from omds_ld.scenarios.protocol import MODEL_CALL, PERSON, TOOL_CALL
 from omds_ld.scenarios.scenario import Budget
@@ -31,7 +32,7 @@ def confirmation_page(result: Any) -> str | None:
     """The confirmation page a refused binding call names (confirmation-required), if any."""
     if not result.is_error:
         return None
-    problem = (result.structured_content or {}).get("problem") or {}
+    problem = answer_of(result).get("problem") or {}
     if not str(problem.get("type", "")).endswith("/confirmation-required"):
         return None
     found = CONFIRMATION_PAGE.search(result_text(result))
@@ -123,7 +124,7 @@ class RunSession:
         self.tool_calls += 1
         started = time.perf_counter()
         result = await self.clients[server].call_tool(tool, dict(arguments))
-        content = result.structured_content or {}
+        content = answer_of(result)
         offered = self.offered.setdefault(server, [])
         kind = inadmissible(tool, arguments, content, bool(result.is_error), offered)
         offered.extend(content.get("nextSteps", []))

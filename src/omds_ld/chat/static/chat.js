@@ -45,6 +45,9 @@ for (const node of document.querySelectorAll("[data-text]")) node.textContent = 
 
 const state = { conversation: null, servers: {}, current: null, model: null, shown: new Set(),
                 usage: { calls: 0, input: 0, output: 0, cost: 0 }, turn: [] };
+// the whole structured answer of a tool result (its _meta); structuredContent is its summary
+const answerOf = (result) =>
+  ((result || {})._meta || {})["omds-ld/answer"] || (result || {}).structuredContent || {};
 const money = (amount, currency) => new Intl.NumberFormat(german ? "de-DE" : "en-GB",
   { style: "currency", currency: currency || "EUR" }).format(amount);
 
@@ -151,7 +154,7 @@ function showUsage() {
 }
 
 function toolArticle(event) {
-  const structured = (event["mcp.tool.result"] || {}).structuredContent || {};
+  const structured = answerOf(event["mcp.tool.result"]);
   const article = element("article", { class: event.is_error ? "tool error" : "tool answer" });
   article.append(element("h3", {}, `${event["mcp.server"]} · ${event["gen_ai.tool.name"]}` +
     (event.is_error ? ` · ${TEXT.error}` : "")));
@@ -256,7 +259,7 @@ function render(event) {
       const article = element("article", { class: "final" });
       article.append(element("h3", {}, TEXT.answer));
       for (const call of state.turn) {
-        const content = (call["mcp.tool.result"] || {}).structuredContent || {};
+        const content = answerOf(call["mcp.tool.result"]);
         if (content.premium && !call.is_error) {
           article.append(element("p", { class: "premium" },
             `${call["mcp.server"]}: ${money(content.premium.gross, content.premium.currency)} ${per(content.premium)}`));

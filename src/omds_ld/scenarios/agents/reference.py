@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from omds_ld.mcp.condense import answer_of
 from omds_ld.norm.jsonld import expand_curie
 from omds_ld.scenarios.scenario import Scenario
 from omds_ld.scenarios.session import AgentGaveUp, RunSession, result_text
@@ -19,7 +20,7 @@ MAX_STEPS = 12
 
 
 def _step(result: Any, tool: str, target: str | None = None) -> dict[str, Any] | None:
-    for step in (result.structured_content or {}).get("nextSteps", []):
+    for step in answer_of(result).get("nextSteps", []):
         if step["tool"] == tool and (target is None or step["target"] == target):
             return dict(step)
     return None
@@ -101,7 +102,7 @@ class Stopped(Exception):
 
 def _violations(result: Any) -> list[str]:
     """What a refusal says is wrong, and what is admissible, in both languages where it has them."""
-    content = result.structured_content or {}
+    content = answer_of(result)
     said = []
     for violation in (content.get("validation") or {}).get("violations", []):
         messages = violation.get("messages") or {}
@@ -182,14 +183,14 @@ class ReferenceAgent:
         result = await session.call(
             server, start["tool"], self._arguments(start, start.get("body"))
         )
-        inquiry_body = (result.structured_content or {}).get("body")
+        inquiry_body = answer_of(result).get("body")
         if inquiry_body is not None:
-            inquiry_body = _tailored(inquiry_body, result.structured_content, scenario, server)
+            inquiry_body = _tailored(inquiry_body, answer_of(result), scenario, server)
         else:
             result = await self._adjust_draft(server, result, scenario, session)
         attempt, with_facts = 0, False  # whether the last risk object sent was the task's own
         for _ in range(MAX_STEPS):
-            content = result.structured_content or {}
+            content = answer_of(result)
             self._remember(content)
             premium = content.get("premium")
             if premium and content.get("validation", {}).get("conforms") and not result.is_error:
@@ -233,7 +234,7 @@ class ReferenceAgent:
         """The product list, and its products for the task's risk object; none is a "no"."""
         risk_class = expand_curie(str(facts.get("@type", "")))
         products = await session.call(server, ENTRY, {})
-        listed = products.structured_content["products"]
+        listed = answer_of(products)["products"]
         offered = [p for p in listed if expand_curie(str(p.get("riskObjectClass"))) == risk_class]
         if not offered:
             others = [f"{p.get('label')} ({p.get('lineOfBusiness')})" for p in listed]
@@ -249,14 +250,14 @@ class ReferenceAgent:
     ) -> Any:
         """Include and exclude the components and set the values the task names (at this
         server, by the labels its answers show), by offered steps only."""
-        self._remember(result.structured_content or {})
+        self._remember(answer_of(result))
         wanted = [("includeComponent", label) for label in scenario.include_for(server)]
         wanted += [("excludeComponent", label) for label in scenario.exclude_for(server)]
         for tool, label in wanted:
             step = next(
                 (
                     s
-                    for s in (result.structured_content or {}).get("nextSteps", [])
+                    for s in answer_of(result).get("nextSteps", [])
                     if s["tool"] == tool
                     and str(s.get("label", "")).lower().startswith(label.lower())
                 ),
@@ -265,12 +266,12 @@ class ReferenceAgent:
             if step is None:
                 raise AgentGaveUp(f"{server}: no step {tool} for {label}")
             result = await session.call(server, step["tool"], self._arguments(step, None))
-            self._remember(result.structured_content or {})
+            self._remember(answer_of(result))
         settings = scenario.settings_for(server)
         if settings:
             values = [
                 {"bc:attribute": attribute["iri"], "p:value": value}
-                for attribute, value in _attributes_named(result.structured_content, settings)
+                for attribute, value in _attributes_named(answer_of(result), settings)
             ]
             step = _step(result, "setAttributes")
             if step is None:
@@ -290,7 +291,7 @@ class ReferenceAgent:
         if step is None:
             raise AgentGaveUp(f"{server}: no step makes an offer")
         made = await session.call(server, step["tool"], self._arguments(step, None))
-        offer = (made.structured_content or {}).get("offer") or {}
+        offer = answer_of(made).get("offer") or {}
         if made.is_error or not offer:
             raise AgentGaveUp(f"{server}: the offer was refused")
         said = f"{offer['offerId']} (valid until {offer.get('validUntil')})"
@@ -315,13 +316,13 @@ class ReferenceAgent:
                 "bc:consentedBy": consent.get("by", ""),
                 "bc:consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                 "bc:consentMethod": consent.get("method", "in-person"),
-                "bc:offerDigest": made.structured_content["offer"].get("digest"),
+                "bc:offerDigest": answer_of(made)["offer"].get("digest"),
             },
         }
         arguments = {**self._arguments(step, body), "idempotencyKey": uuid.uuid4().hex}
         for _ in range(2):
             applied = await session.call(server, step["tool"], arguments)
-            problem = ((applied.structured_content or {}).get("problem") or {}).get("type", "")
+            problem = (answer_of(applied).get("problem") or {}).get("type", "")
             if not applied.is_error:
                 break
             if str(problem).endswith("/confirmation-declined"):
@@ -333,7 +334,7 @@ class ReferenceAgent:
                 raise AgentGaveUp(f"{server}: the application was refused: {result_text(applied)}")
         else:
             return "No application was made: nobody confirmed / Kein Antrag: niemand bestätigte."
-        application = applied.structured_content["application"]
+        application = answer_of(applied)["application"]
         number = application.get("policyNumber")
         return f"Application / Antrag {application['applicationId']}: {application['state']}" + (
             f", policy number / Polizzennummer {number}" if number else ""

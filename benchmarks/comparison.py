@@ -13,7 +13,7 @@ the seed's example at every insurer's motor product, is done
 
 and set against ten times the same task at one insurer (Pfefferminzia) through our server.
 
-Run: ``python benchmarks/comparison.py`` (``benchmarks/mcp.py`` runs it too). Figures are
+Run: ``.venv/bin/python benchmarks/comparison.py`` (``benchmarks/mcp.py`` runs it too). Figures are
 printed, never asserted.
 """
 

@@ -1,6 +1,6 @@
 """The peer for benchmarks/mcp.py: FastMCP's OpenAPI server in front of one insurer, over HTTP.
 
-Run: ``python benchmarks/fastmcp_openapi.py --api URL --port PORT``. It reads the norm's OpenAPI
+Run: ``.venv/bin/python benchmarks/fastmcp_openapi.py --api URL --port PORT``. It reads the norm's OpenAPI
 file from this repository and lets FastMCP make its tools, with FastMCP's defaults.
 """
 

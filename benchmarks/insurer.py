@@ -10,7 +10,7 @@ measures, over real HTTP with keep-alive:
   compiled constraints that replaced it, with the same report,
 - requests per second on the one worker, sequentially and with 8 concurrent clients.
 
-Run: ``python benchmarks/insurer.py [--requests N]``. Figures are printed, never asserted.
+Run: ``.venv/bin/python benchmarks/insurer.py [--requests N]``. Figures are printed, never asserted.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ interface. Then prints:
 - a motor comparison at ten insurers (``benchmarks/comparison.py``): the tokens a model reads in
   all, through our servers, the broker endpoint and FastMCP's, against ten times one insurer.
 
-Run: ``python benchmarks/mcp.py [--requests N]``. Figures are printed, never asserted.
+Run: ``.venv/bin/python benchmarks/mcp.py [--requests N]``. Figures are printed, never asserted.
 """
 
 from __future__ import annotations

@@ -285,7 +285,7 @@ def _scenario_run(args: argparse.Namespace) -> int:
 def _scenario_grade(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from omds_ld.scenarios.grader import grade
+    from omds_ld.scenarios.grader import NotGradable, grade
     from omds_ld.scenarios.protocol import read_protocol
     from omds_ld.scenarios.report import metrics, render, summarize
 
@@ -293,7 +293,11 @@ def _scenario_grade(args: argparse.Namespace) -> int:
     console = Console(width=180)
     for name in args.protocols:
         protocol = read_protocol(Path(name))
-        verdict = grade(protocol)
+        try:
+            verdict = grade(protocol)
+        except NotGradable as error:
+            console.print(f"{name}: not graded: {error}")
+            return 2
         graded.append((verdict, metrics(protocol)))
         console.print(f"{name}: {'pass' if verdict.passed else 'FAIL'}")
         for criterion in verdict.criteria:

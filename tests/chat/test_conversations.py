@@ -4,6 +4,8 @@ restart, downloadable as a protocol, and saved as a scenario the reference agent
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +104,19 @@ def test_a_conversation_by_hand_becomes_a_scenario_the_reference_agent_passes(
     priced = call("inquireTariff", {"body": body})
     protocol = client.get(f"/chat/api/conversations/{cid}/protocol.jsonl")
     lines = [json.loads(line) for line in protocol.text.splitlines()]
-    assert [e["event"] for e in lines] == ["run.start", *["mcp.tool.call"] * 3]
+    assert [e["event"] for e in lines] == ["run.start", *["mcp.tool.call"] * 3, "run.end"]
+    assert lines[0]["scenario"]["expected"]["premiums"] == {"disrupto": 1327.06}
+    # the download grades with the scenario checker, which says what a by-hand run lacks
+    downloaded = tmp_path / "conversation.jsonl"
+    downloaded.write_text(protocol.text)
+    graded = _cli("scenario", "grade", str(downloaded))
+    assert graded.returncode == 1 and "Traceback" not in graded.stderr, graded.stderr
+    assert "FAIL stated       not stated: disrupto: 1327.06" in graded.stdout, graded.stdout
+    assert "ok   offered" in graded.stdout and "ok   premium" in graded.stdout
+    raw = tmp_path / "raw.jsonl"  # the events alone (as downloads were before) are refused clearly
+    raw.write_text("".join(json.dumps(e) + "\n" for e in lines[1:-1]))
+    refused = _cli("scenario", "grade", str(raw))
+    assert refused.returncode == 2 and "names no scenario" in refused.stdout, refused
     task = ("Berechne die Kfz-Versicherung bei Disrupto für einen Skoda, Baujahr 2021, 110 kW, "
             "Listenpreis 32.000 Euro, Kennzeichen W-12345A.")  # fmt: skip
     saved = client.post(
@@ -118,3 +132,10 @@ def test_a_conversation_by_hand_becomes_a_scenario_the_reference_agent_passes(
     assert {a.name for a in scenario.assumptions} == {"Bonus-Malus-Stufe", "Zulassungsbezirk"}
     records = asyncio.run(run_all([scenario], ReferenceAgent, 1, server.url, tmp_path))
     assert records[0].grade.passed, [(c.name, c.reason) for c in records[0].grade.criteria]
+
+
+def _cli(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", *arguments],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip

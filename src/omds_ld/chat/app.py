@@ -350,10 +350,19 @@ class ChatPage:
         )
 
     async def protocol(self, request: Request) -> Response:
-        """The conversation as a protocol file of the scenario checker (JSONL)."""
+        """The conversation as a protocol file of the scenario checker (JSONL), gradable by
+        ``omds-ld scenario grade``: its start names the scenario made of the conversation (the
+        task its first message, the premiums it reached as expected). One that cannot be made
+        a scenario yet (no risk object sent, no premium reached) comes as its events alone."""
         events = await self._own_events(request)
         if events is None:
             return self._refused(404, "no such conversation")
+        said = [str(e.get("text", "")) for e in events if e.get("event") == USER]
+        try:
+            scenario = scenario_of(events, said[0] if said else "(by hand)", None, "EUR")
+            events = as_protocol(events, scenario)
+        except ValueError:
+            pass
         body = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)
         name = f"conversation-{request.path_params['cid']}.jsonl"
         return Response(

@@ -557,9 +557,18 @@ CRITERIA: tuple[Callable[[Protocol, Scenario], Criterion], ...] = (
 )
 
 
+class NotGradable(ValueError):
+    """A protocol that names no scenario to grade it against."""
+
+
 def grade(protocol: Protocol) -> Grade:
     """Grade one run's protocol; the scenario comes from its run.start event."""
-    start = next(e for e in protocol if e.get("event") == RUN_START)
+    start = next((e for e in protocol if e.get("event") == RUN_START), None)
+    if start is None or not isinstance(start.get("scenario"), dict):
+        raise NotGradable(
+            "its run.start names no scenario to grade against (a conversation's raw events: "
+            "download it from the chat page with a scenario, or save it as a scenario and run it)"
+        )
     scenario = parse_scenario(start["scenario"])
     ends = [e for e in protocol if e.get("event") == RUN_END]
     end_reason = str(ends[-1].get("reason", "")) if ends else "unfinished"

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,3 +90,28 @@ def test_conformance_suite_passes_beyond_its_fixture_only_scenarios(
         [folder] = [f for f in output.iterdir() if f.name.startswith(f"server-{scenario}-")]
         checks = json.loads((folder / "checks.json").read_text())
         assert checks and all(c["status"] == "SUCCESS" for c in checks), (scenario, checks)
+
+
+def test_google_genai_loads_every_tool_of_every_endpoint(server: ExampleServer) -> None:
+    """Google's SDK turns MCP tools into Gemini function declarations with its own converter
+    (``tools=[session]``): every tool of every endpoint must survive it, with its arguments."""
+    import asyncio
+
+    from google.genai import _mcp_utils
+    from mcp import Client
+
+    async def listed(url: str) -> list[Any]:
+        async with Client(url) as client:
+            return list((await client.list_tools()).tools)
+
+    urls = [server.mcp(name) for name in ("pfefferminzia", "disrupto", "angloamerican")]
+    for url in [*urls, server.url + "/omds-ld/insurers/mcp"]:
+        tools = asyncio.run(listed(url))
+        for tool in tools:
+            declaration = _mcp_utils.mcp_to_gemini_tool(tool).function_declarations[0]
+            assert declaration.name == tool.name
+            parameters = declaration.parameters
+            assert parameters is not None and set(parameters.properties or {}) == set(
+                tool.input_schema["properties"]
+            ), tool.name
+            assert list(parameters.required or []) == tool.input_schema["required"], tool.name

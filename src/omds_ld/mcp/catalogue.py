@@ -112,7 +112,8 @@ def shown_schema(operation: Operation) -> dict[str, Any]:
     The full input schema is what the server checks before it calls the insurer, and a refusal
     says what is admissible; a model needs no copy of patterns, bounds and body definitions in
     every tool: the answers' next steps give ids and ready bodies, and name the shapes a body
-    must fill, with their fields. This schema admits everything the full one admits.
+    must fill, with their fields. This schema admits everything the full one admits; it is
+    loaded as it is by google-genai's MCP tool conversion and the MCP Inspector.
     """
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -132,12 +133,9 @@ def shown_schema(operation: Operation) -> dict[str, Any]:
     if operation.takes_idempotency_key:
         properties["idempotencyKey"] = {"type": "string"}
     properties["full"] = {"type": "boolean"}
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
+    # no "additionalProperties": false: google-genai's MCP conversion crashes on a boolean there
+    # (it loads none of the tools), and the server refuses an argument the tool has not anyway
+    return {"type": "object", "properties": properties, "required": required}
 
 
 def in_process(operation: Operation, draft_at_server: bool | None) -> bool:

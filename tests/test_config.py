@@ -192,3 +192,32 @@ def test_the_example_server_is_built_from_one_value_without_the_command_line(
         assert not result["isError"] and "Kraftfahrt 2022" in result["content"][0]["text"]
         assert client.get("/chat").status_code == 200
         assert "omds_ld_mcp_tool_calls_total" in client.get("/metrics").text
+
+
+def test_serve_writes_its_banner_and_every_log_line_to_stderr(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from tests.servers import free_port
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "omds_ld.cli", "serve", "--port", str(port),
+         "--database", str(tmp_path / "s.sqlite3")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(150):
+            try:
+                assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+    finally:
+        process.terminate()
+        out, err = process.communicate(timeout=30)
+    assert out == "", "stdout carries nothing (uvicorn's access lines went there)"
+    assert "claude mcp add --transport http pfefferminzia" in err and "GET /healthz" in err, err

@@ -10,6 +10,7 @@ get 503 at once), and an idle keep-alive connection is closed after a few second
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import socket
@@ -91,6 +92,14 @@ def protocol(limits: Limits) -> type[DeadlineH11Protocol]:
     )
 
 
+def _logging() -> dict[str, Any]:
+    """uvicorn's logging, its access lines on stderr like every other log line (its default
+    writes them to stdout, where only the banner belongs)."""
+    config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    return config
+
+
 def run(app: ASGIApp, host: str, port: int, log_level: str, limits: Limits = Limits()) -> None:
     """Serve ``app`` until stopped, within ``limits``."""
     uvicorn.run(
@@ -98,6 +107,7 @@ def run(app: ASGIApp, host: str, port: int, log_level: str, limits: Limits = Lim
         host=host,
         port=port,
         log_level=log_level,
+        log_config=_logging(),
         http=protocol(limits),
         limit_concurrency=limits.max_connections,
         timeout_keep_alive=int(limits.keep_alive_seconds),

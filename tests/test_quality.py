@@ -23,3 +23,20 @@ def test_ruff_finds_nothing() -> None:
 def test_mypy_strict_finds_nothing_in_src() -> None:
     result = run("mypy", "--strict", "src")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_wheel_built_from_the_clone_carries_every_data_file(tmp_path: Path) -> None:
+    """What an insurer installs from a wheel it built (omds-ld is not on PyPI) has every file
+    the repository ships beside the code: the norm, its releases, the insurers, the scenarios,
+    the chat page."""
+    import zipfile
+
+    result = run("pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT))
+    assert result.returncode == 0, result.stdout + result.stderr
+    [wheel] = tmp_path.glob("omds_ld-*.whl")
+    inside = set(zipfile.ZipFile(wheel).namelist())
+    shipped = subprocess.run(
+        ["git", "ls-files", "src/omds_ld"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    wanted = {path.removeprefix("src/") for path in shipped}
+    assert wanted <= inside, sorted(wanted - inside)

@@ -79,6 +79,31 @@ def test_by_hand_the_seeds_example_reaches_its_premium(server: ExampleServer, br
     page.close()
 
 
+def test_by_hand_the_risk_object_is_a_form_of_its_shapes_fields(
+    server: ExampleServer, browser: Any
+) -> None:
+    """#21 §4.10: the body a step expects is offered as its shape's fields; JSON stays possible."""
+    page = browser.new_page(locale="en-GB")
+    page.goto(server.url + "/chat")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("section[data-server=pfefferminzia] button[data-tool=listProducts]")
+    page.click("#call button[type=submit]")
+    _follow(page, "createCalculation")
+    page.wait_for_selector("#log article .steps button[data-tool=createRiskObject]")
+    page.click("#log article:last-of-type .steps button[data-tool=createRiskObject] >> nth=0")
+    assert "VehicleShape (p:Vehicle)" in page.inner_text("#fields fieldset.shape legend")
+    assert page.is_visible("#field-body"), "JSON is the alternative"
+    for name, value in SKODA.items():
+        if name != "@type":
+            page.fill(f'[id="shape-{name}"]', str(value))
+    assert page.locator('[id="shape-p:driveType"] option').count() == 4  # "—" and three values
+    page.click("#call button[type=submit]")
+    _follow(page, "calculatePremium")
+    page.wait_for_selector("#log article .premium")
+    assert "1,684.88" in page.inner_text("#log article:last-of-type .premium")
+    page.close()
+
+
 def test_chat_with_a_model_shows_its_calls_and_answer_and_grades_it(
     chatting: ExampleServer, browser: Any
 ) -> None:

@@ -9,6 +9,7 @@ const TEXT = german
       chat: "Eine Aufgabe an das Modell geben, oder die Folgeschritte von Hand gehen.",
       noModel: "Kein Modell eingerichtet (omds-ld serve --chat-model …): die Folgeschritte von Hand gehen.",
       premium: "Prämie", error: "Fehler", body: "Anfragekörper (JSON)",
+      orJson: "oder der ganze Anfragekörper als JSON (geht den Feldern vor)",
       assumed: "Noch auf dem Standard des Versicherers", keep: "Dieses Gespräch behalten",
       download: "Herunterladen (JSONL-Protokoll)", task: "Die Aufgabe, in Worten",
       expected: "Erwartete Prämie", save: "Als Szenario speichern (YAML)",
@@ -26,6 +27,7 @@ const TEXT = german
       chat: "Give the model a task, or follow the next steps by hand.",
       noModel: "No model configured (omds-ld serve --chat-model …): follow the next steps by hand.",
       premium: "Premium", error: "Error", body: "body (JSON)",
+      orJson: "or the whole body as JSON (it goes before the fields)",
       assumed: "Still at the insurer's default", keep: "Keep this conversation",
       download: "Download it (JSONL protocol)", task: "The task, in words",
       expected: "Expected premium", save: "Save as a scenario (YAML)",
@@ -67,7 +69,35 @@ async function api(path, options = {}) {
   return { status: response.status, body: response.status === 204 ? null : await response.json() };
 }
 
-function openForm(server, tool, argumentsGiven = {}, body = undefined) {
+function shapeFields(fields, shape) {
+  // the body a step expects, as a form of its shape's fields (the answer lists them)
+  const set = element("fieldset", { class: "shape", "data-class": shape.targetClass || "" });
+  set.append(element("legend", {}, `${shape.iri.split(/[#/]/).pop()} (${shape.targetClass})`));
+  for (const field of shape.fields) {
+    const id = `shape-${field.name}`;
+    const range = [field.type, field.min !== undefined ? `${field.min}..${field.max}` : "",
+      field.pattern || ""].filter(Boolean).join(", ");
+    set.append(element("label", { for: id }, `${field.label || field.name}${field.required ? " *" : ""}` +
+      (range ? ` (${range})` : "")));
+    let input;
+    if (Array.isArray(field.in)) {
+      input = element("select", { id, "data-field": field.name });
+      input.append(element("option", { value: "" }, "—"));
+      for (const value of field.in) {
+        const meaning = field.labels && field.labels[String(value)];
+        input.append(element("option", { value: JSON.stringify(value) }, meaning ? `${value} (${meaning})` : String(value)));
+      }
+    } else {
+      const numeric = /(integer|decimal|double|float)$/.test(field.type || "");
+      input = element("input", { id, "data-field": field.name, type: numeric ? "number" : "text",
+        "data-numeric": numeric ? "1" : "" });
+    }
+    set.append(input);
+  }
+  fields.append(set);
+}
+
+function openForm(server, tool, argumentsGiven = {}, body = undefined, shapes = []) {
   const spec = state.servers[server].tools.find((t) => t.name === tool);
   if (!spec) return;
   state.current = { server, tool };
@@ -81,9 +111,13 @@ function openForm(server, tool, argumentsGiven = {}, body = undefined) {
   for (const [name, schema] of Object.entries(properties)) {
     if (name === "full") continue;
     const id = `field-${name}`;
-    fields.append(element("label", { for: id }, name === "body" ? TEXT.body : name));
+    if (name !== "body") fields.append(element("label", { for: id }, name));
     let input;
     if (name === "body") {
+      // a body no step gives ready: the form of the shape it fills, JSON as the alternative
+      const shape = body === undefined ? shapes.find((x) => x.fields && x.fields.length) : undefined;
+      if (shape) shapeFields(fields, shape);
+      fields.append(element("label", { for: id }, shape ? TEXT.orJson : TEXT.body));
       input = element("textarea", { id, name, spellcheck: "false" });
       input.value = body === undefined ? "" : JSON.stringify(body, null, 2);
     } else {
@@ -98,7 +132,17 @@ function openForm(server, tool, argumentsGiven = {}, body = undefined) {
 
 function collect() {
   const argumentsOut = {};
-  for (const input of document.querySelectorAll("#fields input, #fields textarea")) {
+  const shape = document.querySelector("#fields fieldset.shape");
+  if (shape) {
+    const filled = {};
+    for (const input of shape.querySelectorAll("[data-field]")) {
+      if (input.value.trim() === "") continue;
+      filled[input.dataset.field] = input.tagName === "SELECT" ? JSON.parse(input.value)
+        : input.dataset.numeric ? Number(input.value) : input.value;
+    }
+    if (Object.keys(filled).length) argumentsOut.body = { "@type": shape.dataset.class, ...filled };
+  }
+  for (const input of document.querySelectorAll("#fields > input, #fields > textarea")) {
     if (input.value.trim() === "") continue;
     if (input.name === "body") argumentsOut.body = JSON.parse(input.value);
     else if (input.type === "number") argumentsOut[input.name] = Number(input.value);
@@ -187,7 +231,9 @@ function toolArticle(event) {
     for (const step of steps) {
       const label = `${step.tool} · ${step.label || step.target}`;
       const button = element("button", { type: "button", "data-tool": step.tool }, label);
-      button.addEventListener("click", () => openForm(event["mcp.server"], step.tool, step.arguments || {}, step.body));
+      const expected = (structured.shapes || []).filter((x) => (step.expects || []).includes(x.iri));
+      button.addEventListener("click", () =>
+        openForm(event["mcp.server"], step.tool, step.arguments || {}, step.body, expected));
       nav.append(button);
     }
     // by hand the steps are the way on; after a model's call they are there to take over from it

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "tools" / "node" / "node_modules" / ".bin"
 REQUIRED_SCENARIOS = [
     "server-initialize", "tools-list", "ping", "server-session-lifecycle", "dns-rebinding-protection",
+    "resources-list",
 ]  # fmt: skip
 
 
@@ -75,7 +76,7 @@ def test_inspector_lists_and_calls_tools_over_stdio(server: ExampleServer, tmp_p
 # what must pass in each era (the rest: whatever the suite runs, less the baseline's entries)
 REQUIRED = {
     "2025-11-25": REQUIRED_SCENARIOS,
-    "2026-07-28": ["tools-list", "tools-call-error", "tools-call-simple-text",
+    "2026-07-28": ["tools-list", "tools-call-error", "tools-call-simple-text", "resources-list",
                    "dns-rebinding-protection"],
 }  # fmt: skip
 BASELINES = {

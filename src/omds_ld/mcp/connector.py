@@ -28,6 +28,7 @@ from omds_ld.mcp.condense import OUTPUT_SCHEMA
 from omds_ld.mcp.confirm import FormElicitation, Person, RoundTrip
 from omds_ld.mcp.executor import Executor, Instance
 from omds_ld.mcp.requestlog import RequestLog
+from omds_ld.mcp.resources import NormResources
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import CALLER, Caller, Upstream
@@ -35,6 +36,7 @@ from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import NotJsonLd, canonical
 
 log = logging.getLogger("omds_ld.mcp")
+NORM_FILES = NormResources()  # the norm's files, the same at every connector
 
 INSTRUCTIONS = (
     "The tools are the operations of the OMDS LD norm at {insurer}. Start with listProducts: "
@@ -137,6 +139,8 @@ class Connector:
             instructions=INSTRUCTIONS.format(insurer=instance.display_name),
             on_list_tools=self._list_tools,
             on_call_tool=self.call_tool_for,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
             # without it the SDK lists every tool on each sessionless call to find one schema
             get_tool_input_schema=self._input_schema,
         )
@@ -304,6 +308,16 @@ class Connector:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=await self.list_tools_for(ctx))
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return NORM_FILES.listed()
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return NORM_FILES.read(str(params.uri))
 
     async def list_tools_for(self, ctx: ServerRequestContext[Any]) -> list[types.Tool]:
         """The tools offered now, for a request (its session is told when they change)."""

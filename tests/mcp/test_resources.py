@@ -37,3 +37,16 @@ def test_every_endpoint_serves_the_norms_files_as_resources(
     for url in (server.mcp("pfefferminzia"), server.mcp("disrupto"),
                 server.url + "/omds-ld/insurers/mcp"):  # fmt: skip
         asyncio.run(run(url))
+
+
+def test_the_tool_list_says_how_long_it_may_be_kept_and_stays_the_same(
+    server: ExampleServer,
+) -> None:
+    async def run(url: str) -> None:
+        async with Client(url, mode="2026-07-28") as client:
+            first, again = await client.list_tools(), await client.list_tools()
+            assert first.ttl_ms == 60_000, "until the process knowledge is read again"
+            assert first.model_dump_json() == again.model_dump_json()  # order and bytes
+
+    for url in (server.mcp("pfefferminzia"), server.url + "/omds-ld/insurers/mcp"):
+        asyncio.run(run(url))

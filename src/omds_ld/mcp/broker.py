@@ -109,7 +109,8 @@ class BrokerEndpoint:
     ) -> types.ListToolsResult:
         for connector in self.connectors.values():
             await connector.list_tools_for(ctx)  # each tells this session when its tools change
-        return types.ListToolsResult(tools=self.tool_list())
+        ttl = min(c.tools_ttl_ms() for c in self.connectors.values())
+        return types.ListToolsResult(tools=self.tool_list(), ttl_ms=ttl)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -307,7 +307,13 @@ class Connector:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await self.list_tools_for(ctx))
+        tools = await self.list_tools_for(ctx)
+        return types.ListToolsResult(tools=tools, ttl_ms=self.tools_ttl_ms())
+
+    def tools_ttl_ms(self) -> int:
+        """How long a client may keep the tool list: until the process knowledge is read again
+        (a change is announced besides); nothing while it is not known."""
+        return int(self.refresh_seconds * 1000) if self.draft_at_server is not None else 0
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -55,6 +55,16 @@ def _follow(page: Any, tool: str) -> None:
     page.click("#call button[type=submit]")
 
 
+def _open_the_risk_object(page: Any) -> None:
+    """By hand at Pfefferminzia: the product list, the case (its step's ready body), then the
+    form of the next step createRiskObject."""
+    page.click("section[data-server=pfefferminzia] button[data-tool=listProducts]")
+    page.click("#call button[type=submit]")
+    _follow(page, "createCalculation")  # the step's ready body is filled in
+    page.wait_for_selector("#log article .steps button[data-tool=createRiskObject]")
+    page.click("#log article:last-of-type .steps button[data-tool=createRiskObject] >> nth=0")
+
+
 def test_by_hand_the_seeds_example_reaches_its_premium(server: ExampleServer, browser: Any) -> None:
     page = browser.new_page(locale="de-DE")
     refused: list[str] = []  # what the page's Content-Security-Policy would have blocked
@@ -63,11 +73,7 @@ def test_by_hand_the_seeds_example_reaches_its_premium(server: ExampleServer, br
     page.wait_for_selector("body[data-ready=true]")
     assert page.inner_text("h1") == "Die MCP-Server der Versicherer"
     assert not page.is_visible("#chat"), "no model: no message box"
-    page.click("section[data-server=pfefferminzia] button[data-tool=listProducts]")
-    page.click("#call button[type=submit]")
-    _follow(page, "createCalculation")  # the step's ready body is filled in
-    page.wait_for_selector("#log article .steps button[data-tool=createRiskObject]")
-    page.click("#log article:last-of-type .steps button[data-tool=createRiskObject] >> nth=0")
+    _open_the_risk_object(page)
     page.fill("#field-body", json.dumps(SKODA))
     page.click("#call button[type=submit]")
     _follow(page, "calculatePremium")
@@ -86,11 +92,7 @@ def test_by_hand_the_risk_object_is_a_form_of_its_shapes_fields(
     page = browser.new_page(locale="en-GB")
     page.goto(server.url + "/chat")
     page.wait_for_selector("body[data-ready=true]")
-    page.click("section[data-server=pfefferminzia] button[data-tool=listProducts]")
-    page.click("#call button[type=submit]")
-    _follow(page, "createCalculation")
-    page.wait_for_selector("#log article .steps button[data-tool=createRiskObject]")
-    page.click("#log article:last-of-type .steps button[data-tool=createRiskObject] >> nth=0")
+    _open_the_risk_object(page)
     assert "VehicleShape (p:Vehicle)" in page.inner_text("#fields fieldset.shape legend")
     assert page.is_visible("#field-body"), "JSON is the alternative"
     for name, value in SKODA.items():

@@ -23,7 +23,6 @@ from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.condense import Shared, condense_problem
 from omds_ld.mcp.connector import (
     INSTRUCTIONS,
-    NORM_FILES,
     Connector,
     NormServer,
     session_id,
@@ -62,8 +61,6 @@ class BrokerEndpoint:
             "next steps give it.",
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources,
-            on_read_resource=self._read_resource,
             get_tool_input_schema=self._input_schema,
         )
         # what each session was shown at any of the insurers (the latest used last)
@@ -111,16 +108,6 @@ class BrokerEndpoint:
             await connector.list_tools_for(ctx)  # each tells this session when its tools change
         ttl = min(c.tools_ttl_ms() for c in self.connectors.values())
         return types.ListToolsResult(tools=self.tool_list(), ttl_ms=ttl)
-
-    async def _list_resources(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        return NORM_FILES.listed()
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        return NORM_FILES.read(str(params.uri))
 
     def _pick(self, arguments: Mapping[str, Any] | None) -> tuple[Connector | None, dict[str, Any]]:
         rest = dict(arguments or {})

@@ -28,7 +28,7 @@ from omds_ld.mcp.condense import OUTPUT_SCHEMA
 from omds_ld.mcp.confirm import FormElicitation, Person, RoundTrip
 from omds_ld.mcp.executor import Executor, Instance
 from omds_ld.mcp.requestlog import RequestLog
-from omds_ld.mcp.resources import NormResources
+from omds_ld.mcp.resources import list_resources, read_resource
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import CALLER, Caller, Upstream
@@ -36,7 +36,6 @@ from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import NotJsonLd, canonical
 
 log = logging.getLogger("omds_ld.mcp")
-NORM_FILES = NormResources()  # the norm's files, the same at every connector
 
 INSTRUCTIONS = (
     "The tools are the operations of the OMDS LD norm at {insurer}. Start with listProducts: "
@@ -54,7 +53,13 @@ INSTRUCTIONS = (
 
 
 class NormServer(Server[Any]):
-    """The SDK's low-level server, announcing that the tool list can change."""
+    """The SDK's low-level server, announcing that the tool list can change, serving the norm's
+    files as resources."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(
+            *args, on_list_resources=list_resources, on_read_resource=read_resource, **kwargs
+        )
 
     def create_initialization_options(
         self,
@@ -139,8 +144,6 @@ class Connector:
             instructions=INSTRUCTIONS.format(insurer=instance.display_name),
             on_list_tools=self._list_tools,
             on_call_tool=self.call_tool_for,
-            on_list_resources=self._list_resources,
-            on_read_resource=self._read_resource,
             # without it the SDK lists every tool on each sessionless call to find one schema
             get_tool_input_schema=self._input_schema,
         )
@@ -314,16 +317,6 @@ class Connector:
         """How long a client may keep the tool list: until the process knowledge is read again
         (a change is announced besides); nothing while it is not known."""
         return int(self.refresh_seconds * 1000) if self.draft_at_server is not None else 0
-
-    async def _list_resources(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        return NORM_FILES.listed()
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        return NORM_FILES.read(str(params.uri))
 
     async def list_tools_for(self, ctx: ServerRequestContext[Any]) -> list[types.Tool]:
         """The tools offered now, for a request (its session is told when they change)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -72,3 +73,18 @@ class NormResources:
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type=norm_file.mime_type, text=text)]
         )
+
+
+NORM_FILES = NormResources()  # the same at every MCP server of the norm
+
+
+async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+    """``resources/list`` of every MCP server of the norm."""
+    return NORM_FILES.listed()
+
+
+async def read_resource(
+    ctx: Any, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    """``resources/read`` of every MCP server of the norm."""
+    return NORM_FILES.read(str(params.uri))

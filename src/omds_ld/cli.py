@@ -59,6 +59,35 @@ def _http(args: argparse.Namespace, http: HttpConfig, **more: Any) -> HttpConfig
 # serve
 
 
+def _norm_openapi(args: argparse.Namespace) -> Path | None:
+    """The norm file the MCP servers make their tools of: --openapi FILE, or --norm-version
+    (a released version kept in the package, or current)."""
+    from omds_ld.contract.sources import norm_file
+
+    if args.openapi and args.norm_version:
+        raise ConfigError("give --openapi FILE or --norm-version VERSION, not both")
+    if args.norm_version:
+        return norm_file(args.norm_version)
+    if args.openapi:
+        path = Path(args.openapi)
+        if not path.is_file():
+            raise ConfigError(f"--openapi {args.openapi}: no such file")
+        return path
+    return None
+
+
+def _add_norm_flags(add: Callable[..., Any]) -> None:
+    add(
+        "--openapi",
+        help="another version of the norm's OpenAPI file for the MCP server's tools",
+    )
+    add(
+        "--norm-version",
+        help="pin the MCP server's tools to a released version of the norm kept in the package "
+        "(e.g. 0.1.0, to roll back; current: the norm as it is being worked on)",
+    )
+
+
 def _example_config(args: argparse.Namespace) -> Any:
     from omds_ld.example import ExampleConfig
 
@@ -74,6 +103,7 @@ def _example_config(args: argparse.Namespace) -> Any:
                  clock_offset_days="clock_offset_days"),
     )  # fmt: skip
     return ExampleConfig(
+        mcp_openapi=_norm_openapi(args),
         server=server,
         http=_http(args, HttpConfig(), host=server.host, port=server.port),
         request_log=Path(args.request_log) if args.request_log else None,
@@ -124,14 +154,15 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
     config = replace(
         config,
         auth=_mcp_auth(args, config.auth),
-        **_given(args, openapi="openapi", refresh_seconds="refresh_seconds",
+        **_given(args, refresh_seconds="refresh_seconds",
                  timeout_seconds="timeout_seconds", redis_url="redis",
                  calls_per_minute="calls_per_minute"),
     )  # fmt: skip
     if args.request_log:
         config = replace(config, request_log=Path(args.request_log))
-    if args.openapi:
-        config = replace(config, openapi=Path(args.openapi))
+    openapi = _norm_openapi(args)
+    if openapi is not None:
+        config = replace(config, openapi=openapi)
     if args.http:
         config = replace(
             config, http=_http(args, config.http, **_given(args, host="host", port="port"))
@@ -320,6 +351,60 @@ def _write_html(rows: Any, path: str) -> None:
     Path(path).write_text(render_html(rows), encoding="utf-8")
 
 
+def _tools_diff(args: argparse.Namespace) -> int:
+    from omds_ld.contract.sources import contract_of, token_counter
+    from omds_ld.contract.tools import diff, exit_code, report_text
+
+    async def both() -> Any:
+        return await contract_of(args.old, args.token), await contract_of(args.new, args.token)
+
+    old, new = asyncio.run(both())
+    counter = None if args.no_tokens else token_counter()
+    result = diff(old, new, counter)
+    if args.json:
+        text = json.dumps(result.as_json(), ensure_ascii=False, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).write_text(text + "\n", encoding="utf-8")
+    if args.json != "-":
+        print(report_text(result, args.allow_breaking))
+        if counter is None and not args.no_tokens:
+            print("tokens not counted: pip install 'omds-ld[norm]' (tiktoken)")
+    return exit_code(result, args.allow_breaking)
+
+
+def _norm_gate(args: argparse.Namespace) -> int:
+    from omds_ld.contract.gate import GateOptions, run_gate, write_report
+    from omds_ld.contract.sources import token_counter
+
+    count = token_counter()
+    if count is None:
+        raise ConfigError("the gate counts tokens with tiktoken: pip install 'omds-ld[norm]'")
+    options = GateOptions(
+        against=args.against,
+        norm=args.norm,
+        budgets=Path(args.budgets) if args.budgets else None,
+        skip=frozenset(s for part in args.skip or () for s in part.split(",") if s),
+        node_tools=Path(args.node_tools),
+        keep=Path(args.keep) if args.keep else None,
+        scenarios=tuple(s for part in args.scenario or () for s in part.split(",") if s),
+    )
+    report = run_gate(options, count, lambda line: print(f"… {line}", file=sys.stderr))
+    write_report(report, Path(args.report) if args.report else None,
+                 Path(args.json) if args.json else None)  # fmt: skip
+    print(report.text())
+    return 0 if report.passed else 1
+
+
+def _norm_release(args: argparse.Namespace) -> int:
+    from omds_ld.contract.release import release
+
+    folder = release(Path(args.data) if args.data else None, args.force)
+    print(f"released: {folder}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from omds_ld.scenarios.demo import run_demo
 
@@ -464,6 +549,7 @@ def _add_serve(commands: Commands) -> None:
     add("--require-token", action="store_true", help="refuse callers without a bearer token")
     add("--access-log", help="append one JSON line per HTTP request to this file")
     add("--request-log", help="MCP request log (JSONL); default: stderr")
+    _add_norm_flags(add)
     add(
         "--idempotency-lease-seconds",
         type=float,
@@ -535,7 +621,7 @@ def _add_mcp(commands: Commands) -> None:
         action="append",
         help="switch a tool off (not listed, refused; repeatable), e.g. createOffer",
     )
-    add("--openapi", help="another version of the norm's OpenAPI file")
+    _add_norm_flags(add)
     add("--request-log", help="request log (JSONL); default: stderr")
     add("--refresh-seconds", type=float, help="how often process knowledge is re-read")
     add("--timeout-seconds", type=float, help="how long to wait for the insurer (default 10)")
@@ -676,8 +762,77 @@ def _add_insurer(commands: Commands) -> None:
     demo.set_defaults(run=_demo)
 
 
+def _add_tools(commands: Commands) -> None:
+    tools = commands.add_parser("tools", help="the norm's tools as an agent meets them")
+    subcommands = tools.add_subparsers(dest="tools_command", required=True)
+    compare = subcommands.add_parser(
+        "diff",
+        help="what a change of the norm does to its tools; exit 1 on a breaking change",
+        description="Compare two versions of the norm's tools, each given as an OpenAPI file, a "
+        "kept version (0.1.0, current) or a running MCP server (http://…/mcp, stdio:COMMAND).",
+    )
+    compare.add_argument("old", help="the version before: file, kept version or server")
+    compare.add_argument("new", help="the version after")
+    compare.add_argument(
+        "--allow-breaking", action="store_true", help="exit 0 on a breaking change too"
+    )
+    compare.add_argument("--json", help="write the diff as JSON to this file ('-': stdout only)")
+    compare.add_argument("--token", help="a bearer token for servers given by URL")
+    compare.add_argument("--no-tokens", action="store_true", help="do not count tokens")
+    _log_level(compare, "warning")
+    compare.set_defaults(run=_tools_diff)
+
+
+def _add_norm(commands: Commands) -> None:
+    norm = commands.add_parser(
+        "norm", help="the norm's versions: the agent-contract gate, releases"
+    )
+    subcommands = norm.add_subparsers(dest="norm_command", required=True)
+    gate = subcommands.add_parser(
+        "gate",
+        help="check a change of the norm as a contract for agents; exit 1 when it regresses",
+        description="Tools diff against the last release, the shipped scenarios with the "
+        "reference agent, the token budgets, the MCP conformance suite in both eras: one report.",
+    )
+    gate.add_argument("--against", help="the released version to compare with (default: the last)")
+    gate.add_argument(
+        "--norm", default="current", help="the norm to check: current (default) or an OpenAPI file"
+    )
+    gate.add_argument("--budgets", help="a budgets file (default: the norm's budgets.yaml)")
+    gate.add_argument(
+        "--skip",
+        action="append",
+        help="leave steps out (diff, scenarios, budgets, conformance; comma-separated): the "
+        "report says they were not checked",
+    )
+    gate.add_argument(
+        "--node-tools",
+        default="tools/node",
+        help="where the conformance suite is installed (npm install --prefix tools/node)",
+    )
+    gate.add_argument("--keep", help="keep the scenario runs' protocols in this folder")
+    gate.add_argument(
+        "--scenario",
+        action="append",
+        help="run only these shipped scenarios (ids, comma-separated; default: every one)",
+    )
+    gate.add_argument("--report", help="also write the report (Markdown) to this file")
+    gate.add_argument("--json", help="write the report as JSON to this file")
+    _log_level(gate, "warning")
+    gate.set_defaults(run=_norm_gate)
+    cut = subcommands.add_parser(
+        "release",
+        help="keep the norm as it is now as its version (info.version) in releases/",
+    )
+    cut.add_argument("--data", help="the norm's data folder (default: the package's)")
+    cut.add_argument("--force", action="store_true", help="replace a kept release of that version")
+    _log_level(cut, "warning")
+    cut.set_defaults(run=_norm_release)
+
+
 COMMANDS: tuple[Callable[[Commands], None], ...] = (
-    _add_serve, _add_mcp, _add_auth, _add_scenario, _add_checker, _add_insurer,
+    _add_serve, _add_mcp, _add_auth, _add_scenario, _add_checker, _add_insurer, _add_tools,
+    _add_norm,
 )  # fmt: skip
 
 

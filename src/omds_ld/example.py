@@ -61,6 +61,9 @@ class ExampleConfig:
     registrations: int = 5000
     chat_model: str | None = None
     chat_model_base_url: str | None = None
+    # the norm version the MCP servers make their tools of (an OpenAPI file: a released version
+    # to roll back to, or a proposed one to try); None: the package's. The interfaces keep theirs.
+    mcp_openapi: Path | None = None
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -197,8 +200,10 @@ class ExampleApp:
             timeout=self.mcp.timeout_seconds,
         )
         state = MemoryStateStore()
+        # the MCP servers' tools, from the norm version they are pinned to
+        self.mcp_norm = load_norm(config.mcp_openapi) if config.mcp_openapi else self.norm
         connectors = build_connectors(
-            self.mcp, self.norm, state, AsgiTransport(self, self.mcp.timeout_seconds),
+            self.mcp, self.mcp_norm, state, AsgiTransport(self, self.mcp.timeout_seconds),
             self.token_http, public_base(self.mcp.http, self.mcp.auth) + CONFIRMATION_PATH,
         )  # fmt: skip
         self.hosting = McpHosting(
@@ -298,7 +303,11 @@ class ExampleApp:
             else "by hand; --chat-model for a model"
         )
         lines.append(f"Chat page ({chatting}): {base}/chat")
-        lines.append("MCP servers (Streamable HTTP); to add them to Claude Code:")
+        version = self.mcp_norm.openapi.get("info", {}).get("version")
+        pinned = f", pinned to {self.config.mcp_openapi}" if self.config.mcp_openapi else ""
+        lines.append(
+            f"MCP servers (Streamable HTTP, tools of norm {version}{pinned}); to add them to Claude Code:"
+        )
         lines += [
             f"  claude mcp add --transport http {name} {self.mcp_url(name)}"
             for name in self.insurers

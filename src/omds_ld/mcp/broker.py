@@ -25,6 +25,7 @@ from omds_ld.mcp.connector import (
     INSTRUCTIONS,
     Connector,
     NormServer,
+    norm_meta,
     session_id,
     tool_of,
 )
@@ -107,7 +108,7 @@ class BrokerEndpoint:
         for connector in self.connectors.values():
             await connector.list_tools_for(ctx)  # each tells this session when its tools change
         ttl = min(c.tools_ttl_ms() for c in self.connectors.values())
-        return types.ListToolsResult(tools=self.tool_list(), ttl_ms=ttl)
+        return types.ListToolsResult(tools=self.tool_list(), ttl_ms=ttl, _meta=norm_meta(self.norm))
 
     def _pick(self, arguments: Mapping[str, Any] | None) -> tuple[Connector | None, dict[str, Any]]:
         rest = dict(arguments or {})

@@ -10,6 +10,11 @@ from typing import Any
 from omds_ld.norm import Norm, Operation
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+# in a tool's _meta (never shown to a model): the operation it calls, whether it is deprecated;
+# in the tools/list result's: the version of the norm the tools are made of
+OPERATION_META = "omds-ld/operation"
+DEPRECATED_META = "omds-ld/deprecated"
+NORM_META = "omds-ld/norm"
 
 
 @dataclass(frozen=True)
@@ -37,11 +42,26 @@ class ToolSpec:
 
     @property
     def title(self) -> str:
-        return self.operation.summary or self.name
+        title = self.operation.summary or self.name
+        return f"{title} (deprecated)" if self.operation.deprecated else title
 
     @property
     def description(self) -> str:
-        return self.operation.description
+        return deprecation_note(self.operation) + self.operation.description
+
+
+def deprecation_note(operation: Operation) -> str:
+    """What a model is told first of a deprecated operation or of its deprecated fields: that it
+    still works, until when, and what to use instead; empty where nothing is deprecated."""
+    lines = []
+    if operation.deprecated:
+        instead = f" Use {operation.replaced_by} instead." if operation.replaced_by else ""
+        lines.append(
+            "DEPRECATED: still served, removed by the norm's next major version." + instead
+        )
+    if operation.deprecated_fields:
+        lines.append("Deprecated fields (still admitted): " + ", ".join(operation.deprecated_fields) + ".")  # fmt: skip
+    return "".join(line + "\n" for line in lines)
 
 
 def annotations_for(operation: Operation) -> Annotations:

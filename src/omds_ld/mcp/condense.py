@@ -13,7 +13,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -284,6 +284,8 @@ class _Writer:
         self.drafts: dict[str, str] = {}
         self.shared: Shared | None = None  # a broker session's memory across its insurers
         self.insurer = ""
+        # the norm's deprecated operations, each with the one to use instead ("" if none)
+        self.deprecated: Mapping[str, str] = {}
 
     def abbreviate_below(self, base: str) -> None:
         """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""
@@ -675,6 +677,14 @@ class _Writer:
                 entry["label"] = label(step["rdfs:label"], self.language)
             out.append(entry)
         self._step_lines([x if isinstance(x, str) else x.text() for x in lines])
+        old = dict.fromkeys(
+            str(s["bc:operation"]) for s in kept if s["bc:operation"] in self.deprecated
+        )
+        if old:
+            self.line(f"Deprecated, still served: {_instead(old, self.deprecated)}", 1)
+            for entry in out:
+                if entry["tool"] in old:
+                    entry["deprecated"] = True
         if precision.more_to_find:
             self.line(f"({precision.line()})", 1)
         self.data["nextSteps"] = out
@@ -1173,6 +1183,7 @@ def condense(
     drafts_seen: Mapping[str, str] | None = None,
     step_arguments: Mapping[str, Any] | None = None,
     shared: Shared | None = None,
+    deprecated: Mapping[str, str] | None = None,
 ) -> Condensed:
     """Condense one answer of the insurer, in the norm's canonical JSON-LD form.
 
@@ -1182,14 +1193,17 @@ def condense(
     to an edit's answer, a draft shown the same before is one line.
     ``step_arguments`` are taken by every next step besides its own (the broker endpoint's
     ``insurer``); ``shared`` is what the broker endpoint's session was shown at any insurer.
+    ``deprecated`` names the norm's deprecated operations (with what to use instead): a call of
+    one and a next step to one say so.
     """
     w = _Writer(language)
-    w.shared, w.insurer = shared, insurer
+    w.shared, w.insurer, w.deprecated = shared, insurer, deprecated or {}
     if drafts_seen is not None:
         w.drafts_before, w.name_unchanged = drafts_seen, True
     kind = str(answer.get("@type", ""))
     w.data.update({"operation": operation, "insurer": insurer, "status": status})
     w.line(f"{insurer} · {operation}")
+    _deprecation(w, operation)
     shapes = [s for s in many(answer.get("bc:shape")) if isinstance(s, Mapping) and s.get("@id")]
     shape_names = {s["@id"]: local(s["@id"]) for s in shapes}
     reader = READERS.get(kind)
@@ -1214,6 +1228,20 @@ def condense(
     return Condensed("\n".join(w.lines), w.data, w.drafts)
 
 
+def _instead(names: Iterable[str], deprecated: Mapping[str, str]) -> str:
+    return ", ".join(f"{n} (use {deprecated[n]})" if deprecated.get(n) else n for n in names)
+
+
+def _deprecation(w: _Writer, operation: str) -> None:
+    """A call of a deprecated operation says so, right below the header."""
+    if operation in w.deprecated:
+        w.line(
+            f"{_instead([operation], w.deprecated)} is deprecated: it works until the norm's "
+            "next major version removes it"
+        )
+        w.data["deprecated"] = True
+
+
 def _id_of(iri: Any) -> str | None:
     """The last segment of an IRI: what the interface takes as its id where the answer has none."""
     return local(str(iri)) if iri else None
@@ -1229,9 +1257,11 @@ def condense_problem(
     provenance: Mapping[str, Any],
     offered: Collection[str] | None = None,
     step_arguments: Mapping[str, Any] | None = None,
+    deprecated: Mapping[str, str] | None = None,
 ) -> Condensed:
     """A problem of the norm as a tool error: type, kind, explanation, what is still admissible."""
     w = _Writer(language)
+    w.deprecated = deprecated or {}
     status = int(problem.get("status", 0))
     w.data.update({"operation": operation, "insurer": insurer, "status": status})
     w.line(f"{insurer} · {operation} · refused ({kind})")

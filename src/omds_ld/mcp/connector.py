@@ -23,7 +23,14 @@ from omds_ld import __version__
 from omds_ld.auth.resource import IDENTITY, TOKEN
 from omds_ld.auth.tokens import Identity
 from omds_ld.auth.upstream import UpstreamTokenError
-from omds_ld.mcp.catalogue import ToolSpec, by_name, tools
+from omds_ld.mcp.catalogue import (
+    DEPRECATED_META,
+    NORM_META,
+    OPERATION_META,
+    ToolSpec,
+    by_name,
+    tools,
+)
 from omds_ld.mcp.condense import OUTPUT_SCHEMA
 from omds_ld.mcp.confirm import FormElicitation, Person, RoundTrip
 from omds_ld.mcp.executor import Executor, Instance
@@ -311,7 +318,9 @@ class Connector:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         tools = await self.list_tools_for(ctx)
-        return types.ListToolsResult(tools=tools, ttl_ms=self.tools_ttl_ms())
+        return types.ListToolsResult(
+            tools=tools, ttl_ms=self.tools_ttl_ms(), _meta=norm_meta(self.norm)
+        )
 
     def tools_ttl_ms(self) -> int:
         """How long a client may keep the tool list: until the process knowledge is read again
@@ -391,8 +400,20 @@ class Connector:
         return key
 
 
+def norm_meta(norm: Norm) -> dict[str, Any] | None:
+    """The tools/list result's ``_meta``: the version of the norm the tools are made of (for
+    ``omds-ld tools diff`` against a running server; never shown to a model)."""
+    version = norm.openapi.get("info", {}).get("version")
+    return {NORM_META: str(version)} if version else None
+
+
 def tool_of(spec: ToolSpec, input_schema: Mapping[str, Any]) -> types.Tool:
-    """The MCP tool of a spec, as a client is shown it, with this input schema."""
+    """The MCP tool of a spec, as a client is shown it, with this input schema; its ``_meta``
+    names the operation (how a tools diff tells a renamed tool) and whether it is deprecated."""
+    operation = spec.operation
+    meta: dict[str, Any] = {OPERATION_META: f"{operation.method} {operation.path}"}
+    if operation.deprecated:
+        meta[DEPRECATED_META] = True
     return types.Tool(
         name=spec.name,
         title=spec.title,
@@ -406,6 +427,7 @@ def tool_of(spec: ToolSpec, input_schema: Mapping[str, Any]) -> types.Tool:
             idempotent_hint=spec.annotations.idempotent,
             open_world_hint=True,
         ),
+        _meta=meta,
     )
 
 

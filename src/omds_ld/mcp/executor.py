@@ -130,6 +130,8 @@ class Executor:
         confirmation_page: str | None = None,
     ) -> None:
         self.norm = norm
+        # the norm's deprecated operations, each with the one to use instead: answers say so
+        self.deprecated = {n: op.replaced_by for n, op in norm.operations.items() if op.deprecated}
         # calls a second and the burst one caller may make; None: no limit
         self.rate = rate
         self.instance = instance
@@ -516,6 +518,7 @@ class Executor:
             provenance=provenance,
             offered=offered,
             step_arguments=_step_arguments(),
+            deprecated=self.deprecated,
         )
 
     async def _call_insurer(
@@ -705,6 +708,7 @@ class Executor:
             drafts_seen=memory.drafts if spec.operation.kind != "read" else None,
             step_arguments=_step_arguments(),
             shared=_shared(),
+            deprecated=self.deprecated,
         )
         seen.update(s["@id"] for s in body.get("bc:shape", []) if "@id" in s)
         for iri, shown in condensed.drafts.items():  # the latest last

@@ -62,6 +62,12 @@ class Operation:
     inquiry: bool = False
     # what the request body holds, in a line (the requestBody's description)
     body_description: str = ""
+    # deprecated (OpenAPI ``deprecated``): still served, removed only by a major version of the
+    # norm; ``replaced_by`` (x-omds-ld replacedBy) names the operation to use instead
+    deprecated: bool = False
+    replaced_by: str = ""
+    # the request's fields marked deprecated: parameter names, body fields as ``body.name``
+    deprecated_fields: tuple[str, ...] = ()
     _validator: SchemaValidator | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -148,6 +154,48 @@ def _parameter_schema(document: Mapping[str, Any], schema: Mapping[str, Any]) ->
     return dict(schema)
 
 
+def _deprecated_fields(
+    document: Mapping[str, Any],
+    raw: Mapping[str, Any],
+    parameters: list[Parameter],
+    request_schema: Mapping[str, Any] | None,
+) -> tuple[str, ...]:
+    """The parameters and body fields (top level and nested) the norm marks deprecated."""
+    found = [
+        p.name
+        for raw_param, p in zip(raw.get("parameters", []), parameters, strict=True)
+        if _resolve_parameter(document, raw_param).get("deprecated") or p.schema.get("deprecated")
+    ]
+    if request_schema is None:
+        return tuple(found)
+    defs: Mapping[str, Any] = request_schema.get("$defs", {})
+    seen: set[str] = set()
+
+    def walk(node: Any, where: str) -> None:
+        if not isinstance(node, Mapping):
+            return
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.rsplit("/", 1)[1]
+            if name in seen:
+                return
+            seen.add(name)
+            walk(defs.get(name), where)
+        for name, sub in (node.get("properties") or {}).items():
+            place = f"{where}.{name}"
+            if isinstance(sub, Mapping) and sub.get("deprecated"):
+                found.append(place)
+            walk(sub, place)
+        for key in ("items", "additionalProperties"):
+            walk(node.get(key), where)
+        for key in ("allOf", "anyOf", "oneOf"):
+            for member in node.get(key) or []:
+                walk(member, where)
+
+    walk(request_schema, "body")
+    return tuple(found)
+
+
 def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
     for path, item in document["paths"].items():
         for method, raw in item.items():
@@ -197,6 +245,9 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
                 personal=bool(extension.get("personal", False)),
                 inquiry=bool(extension.get("inquiry", False)),
                 body_description=body_description,
+                deprecated=bool(raw.get("deprecated", False)),
+                replaced_by=str(extension.get("replacedBy", "")),
+                deprecated_fields=_deprecated_fields(document, raw, parameters, request_schema),
                 _validator=validator,
             )
 

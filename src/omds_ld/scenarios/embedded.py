@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -40,15 +40,16 @@ def wait_until_healthy(
 
 
 @contextlib.contextmanager
-def example_server(timeout: float = 30.0) -> Iterator[str]:
-    """Start ``omds-ld serve`` on a fresh store; yield its base URL; stop it afterwards."""
+def example_server(timeout: float = 30.0, extra_args: Sequence[str] = ()) -> Iterator[str]:
+    """Start ``omds-ld serve`` on a fresh store (with ``extra_args``); yield its base URL; stop
+    it afterwards."""
     with tempfile.TemporaryDirectory(prefix="omds-ld-") as folder:
         port = free_port()
         log = Path(folder) / "server.log"
         command = [
             sys.executable, "-m", "omds_ld.cli", "serve", "--port", str(port),
             "--database", str(Path(folder) / "store.sqlite3"), "--log-level", "warning",
-            "--request-log", str(Path(folder) / "mcp-requests.jsonl"),
+            "--request-log", str(Path(folder) / "mcp-requests.jsonl"), *extra_args,
         ]  # fmt: skip
         with log.open("wb") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

@@ -149,7 +149,12 @@ def _ending(raised: Exception, scenario: Scenario) -> tuple[str, str]:
 
 
 async def run_once(
-    scenario: Scenario, agent: Agent, base_url: str, out_dir: Path, index: int
+    scenario: Scenario,
+    agent: Agent,
+    base_url: str,
+    out_dir: Path,
+    index: int,
+    measure: bool = False,
 ) -> RunRecord:
     """One run of one scenario: connect, list tools, let the agent work, record how it ended."""
     path = out_dir / f"{scenario.id}.{agent.name.replace(':', '_')}.{index}.jsonl"
@@ -181,7 +186,9 @@ async def run_once(
                 ]
                 writer.write(TOOLS_LIST, **{"mcp.server": server, "tools": tools[server]})
                 clients[server] = client
-            session = RunSession(clients, writer, scenario.budget, person=scenario.person)
+            session = RunSession(
+                clients, writer, scenario.budget, person=scenario.person, measure=measure
+            )
             session.tools = tools
             final = await asyncio.wait_for(
                 agent.run(scenario, session), timeout=scenario.budget.seconds
@@ -203,13 +210,15 @@ async def run_all(
     base_url: str,
     out_dir: Path,
     progress: Callable[[RunRecord], None] | None = None,
+    measure: bool = False,
 ) -> list[RunRecord]:
-    """Every scenario, ``runs`` times each (or as often as the scenario says), one after another."""
+    """Every scenario, ``runs`` times each (or as often as the scenario says), one after another;
+    ``measure``: the protocols also keep each answer's whole JSON-LD (``RunSession``)."""
     records = []
     for listed in scenarios:
         scenario = await prepare(listed, make_agent().name, base_url, out_dir)
         for index in range(1, (runs or scenario.runs) + 1):
-            record = await run_once(scenario, make_agent(), base_url, out_dir, index)
+            record = await run_once(scenario, make_agent(), base_url, out_dir, index, measure)
             records.append(record)
             if progress is not None:
                 progress(record)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -65,6 +66,23 @@ async def answer_confirmation(page: str, answer: str, name: str) -> int:
     return answered.status_code
 
 
+FULL_ANSWER = "omds-ld.full_answer"
+
+
+def _split_full(result: Any) -> dict[str, Any]:
+    """The insurer's whole JSON-LD that ``full`` added, taken out of the result (the agent gets
+    what it would have got without); for the protocol."""
+    from omds_ld.mcp.condense import ANSWER_META
+
+    meta = result.meta if isinstance(result.meta, dict) else {}
+    answer = meta.get(ANSWER_META)
+    full = answer.pop("full", None) if isinstance(answer, dict) else None
+    if full is None:
+        return {}
+    result.content = result.content[:1]
+    return {FULL_ANSWER: json.dumps(full, ensure_ascii=False, separators=(",", ":"))}
+
+
 class Recorder(Protocol):
     """Where a run's events go: a protocol file, or a chat page's conversation."""
 
@@ -82,8 +100,12 @@ class RunSession:
         person: str | Answerer | None = None,
         person_name: str = "the scenario's person",
         via: str = "confirmation page",
+        measure: bool = False,
     ) -> None:
         self.clients = dict(clients)
+        # every call also asks for the insurer's whole JSON-LD (full), which the protocol keeps
+        # beside the condensed text and the agent never sees: what the condensing saves
+        self.measure = measure
         # how the person using the client answers a confirmation: always the same (confirm,
         # decline: a scenario's script), asked (the chat page), or None: nobody answers
         self.person = person
@@ -123,7 +145,9 @@ class RunSession:
             raise BudgetExceeded(f"more than {self.budget.tool_calls} tool calls")
         self.tool_calls += 1
         started = time.perf_counter()
-        result = await self.clients[server].call_tool(tool, dict(arguments))
+        sent = {**arguments, "full": True} if self.measure else dict(arguments)
+        result = await self.clients[server].call_tool(tool, sent)
+        measured = _split_full(result) if self.measure else {}
         content = answer_of(result)
         offered = self.offered.setdefault(server, [])
         kind = inadmissible(tool, arguments, content, bool(result.is_error), offered)
@@ -139,6 +163,7 @@ class RunSession:
                 "is_error": bool(result.is_error),
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                 **({"inadmissible": kind} if kind else {}),
+                **measured,
             },
         )
         return result

@@ -50,6 +50,39 @@ def test_inspector_lists_and_calls_tools_over_http(server: ExampleServer, tmp_pa
     assert not result.get("isError")
 
 
+INSPECTOR_015 = ROOT / "tools" / "inspector-0.15" / "node_modules" / ".bin" / "mcp-inspector"
+
+
+def test_the_inspector_npx_gives_on_node_20_loads_and_calls_every_endpoint(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    """``npx -y @modelcontextprotocol/inspector`` on Node 20 gives 0.15, which sent a write
+    tool's body as a string while the schema had no ``"type": "object"``: now every tool loads
+    and a body goes as the object it is."""
+    if not INSPECTOR_015.exists():
+        pytest.fail(f"{INSPECTOR_015} is missing: run `npm install --prefix tools/inspector-0.15`")
+    node = str(BIN / "node")
+    for name in ("pfefferminzia", "disrupto", "angloamerican"):
+        inspector = [node, str(INSPECTOR_015), "--cli", server.mcp(name)]
+        listed = run([*inspector, "--method", "tools/list"], tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        tools = json.loads(listed.stdout)["tools"]
+        assert tools and all(t["inputSchema"]["type"] == "object" for t in tools)
+    inspector = [node, str(INSPECTOR_015), "--cli", server.mcp("pfefferminzia")]
+    body = json.dumps(
+        {"p:hasRootProduct": "https://pfefferminzia.example/products/kraftfahrt-2025"}
+    )
+    called = run(
+        [*inspector, "--method", "tools/call", "--tool-name", "createCalculation",
+         "--tool-arg", f"body={body}"],
+        tmp_path,
+    )  # fmt: skip
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)
+    assert not result.get("isError"), result
+    assert answer_of(result)["case"]["status"] == "draft"
+
+
 def test_inspector_lists_and_calls_tools_over_stdio(server: ExampleServer, tmp_path: Path) -> None:
     command = [
         *node_tool("mcp-inspector"), "--cli",

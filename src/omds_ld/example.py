@@ -22,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from omds_ld import metrics
 from omds_ld.auth.resource import LocalKeys
-from omds_ld.auth.server import AuthSettings, ExampleAuthorizationServer
+from omds_ld.auth.server import LOOPBACK_NAMES, AuthSettings, ExampleAuthorizationServer
 from omds_ld.auth.store import AuthStore
 from omds_ld.auth.tokens import SCOPES, TOKEN_EXCHANGE, check, key_id
 from omds_ld.chat.app import ChatPage
@@ -133,6 +133,7 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
             access_token_seconds=config.access_token_seconds,
             registrations_per_address=config.registrations_per_address,
             registrations=config.registrations,
+            documents_on_loopback=config.server.host in LOOPBACK_NAMES,
         ),
         store,
     )  # fmt: skip

@@ -96,7 +96,11 @@ async def logged_in_at(url: str, broker: str, password: str = "demo") -> str:
 
 
 def provider(
-    mcp_url: str, broker: str, storage: Storage | None = None, **login: Any
+    mcp_url: str,
+    broker: str,
+    storage: Storage | None = None,
+    metadata_url: str | None = None,
+    **login: Any,
 ) -> OAuthClientProvider:
     """The SDK's OAuth client for one MCP endpoint, logging in as ``broker`` when asked to."""
     results: asyncio.Queue[AuthorizationCodeResult] = asyncio.Queue()
@@ -117,15 +121,21 @@ def provider(
         storage=storage or Storage(),
         redirect_handler=redirect,
         callback_handler=callback,
+        client_metadata_url=metadata_url,
     )  # fmt: skip
 
 
 @asynccontextmanager
 async def oauth_client(
-    mcp_url: str, broker: str, storage: Storage | None = None, mode: str = "legacy"
+    mcp_url: str,
+    broker: str,
+    storage: Storage | None = None,
+    mode: str = "legacy",
+    metadata_url: str | None = None,
 ) -> AsyncIterator[Client]:
-    """An MCP client of ``mcp_url`` that authorizes as ``broker`` through the SDK's OAuth flow."""
-    auth = provider(mcp_url, broker, storage)
+    """An MCP client of ``mcp_url`` that authorizes as ``broker`` through the SDK's OAuth flow
+    (named by its metadata document at ``metadata_url``, or registering itself)."""
+    auth = provider(mcp_url, broker, storage, metadata_url)
     async with (
         httpx2.AsyncClient(auth=auth, timeout=30) as http,
         Client(streamable_http_client(mcp_url, http_client=http), mode=mode) as client,

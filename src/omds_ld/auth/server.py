@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import anyio
 from authlib.oauth2 import AuthorizationServer, OAuth2Error
@@ -31,6 +31,7 @@ from authlib.oauth2.rfc6749 import (
     grants,
 )
 from authlib.oauth2.rfc6749.errors import (
+    InvalidClientError,
     InvalidGrantError,
     InvalidRequestError,
     InvalidScopeError,
@@ -46,6 +47,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route, request_response
 
+from omds_ld.auth.cimd import MARK, DocumentRefused, MetadataDocuments, is_document_url
 from omds_ld.auth.store import AuthStore, Grant
 from omds_ld.auth.tokens import (
     ACCESS_TOKEN_TYPE,
@@ -92,6 +94,9 @@ class AuthSettings:
     registrations_per_address: int = 50
     registrations: int = 5000
     unused_registration_seconds: float = 24 * 3600.0
+    # clients named by a metadata document (an https client_id) may live on loopback: only where
+    # the authorization server itself runs there (the demo, tests), never in front of a network
+    documents_on_loopback: bool = False
 
 
 @dataclass(frozen=True)
@@ -571,6 +576,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         self.settings = settings
         self.issuer = settings.issuer
         self.store = store
+        self.documents = MetadataDocuments(loopback=settings.documents_on_loopback)
         self.register_grant(CodeGrant, [Pkce(required=True)])
         self.register_grant(RefreshGrant)
         self.register_grant(ClientCredentials)
@@ -581,8 +587,23 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
     # what Authlib asks of a server
 
     def query_client(self, client_id: str) -> Client | None:
+        """A registered client, or one its metadata document names (fetched safely, kept for
+        its max-age); a document that cannot be used is refused with the reason."""
+        if is_document_url(client_id):
+            try:
+                return Client(client_id, None, self.documents.document(client_id))
+            except DocumentRefused as refused:
+                raise InvalidClientError(description=str(refused)) from None
         found = self.store.client(client_id)
         return None if found is None else Client(client_id, *found)
+
+    def known_client(self, client_id: str) -> Client | None:
+        """As ``query_client``, never fetching (the login page, on the event loop: its request
+        was validated, and its document fetched, just before)."""
+        if is_document_url(client_id):
+            kept = self.documents.kept(client_id)
+            return None if kept is None else Client(client_id, None, kept)
+        return self.query_client(client_id)
 
     def save_token(self, token: Mapping[str, Any], request: OAuth2Request) -> None:
         refresh = token.get("refresh_token")
@@ -680,6 +701,10 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
                     "client_secret_basic", "client_secret_post", "none",
                 ],
                 "code_challenge_methods_supported": ["S256"],
+                # a client may be named by its metadata document's URL instead of registering
+                "client_id_metadata_document_supported": True,
+                # every authorization response names this issuer (RFC 9207: against mix-up)
+                "authorization_response_iss_parameter_supported": True,
                 "service_documentation": "https://w3id.org/omds-ld",
             }
         )  # fmt: skip
@@ -762,19 +787,31 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         response: Response = await anyio.to_thread.run_sync(
             self._in_context, self.create_authorization_response, read, BrokerUser(subject), grant
         )
+        return self._with_issuer(response)
+
+    def _with_issuer(self, response: Response) -> Response:
+        """An authorization response (the code, or an error, sent back to the client) names
+        this issuer (RFC 9207), so a client talking to several cannot be mixed up."""
+        location = response.headers.get("location")
+        if location and 300 <= response.status_code < 400:
+            parts = urlsplit(location)
+            query = "&".join(p for p in (parts.query, urlencode({"iss": self.issuer})) if p)
+            response.headers["location"] = parts._replace(query=query).geturl()
         return response
 
     def _login_page(self, read: ReadRequest, error: str = "", status: int = 200) -> Response:
         """The demo brokers' login: who, a password, what the client asks for, whether it named
         itself, and where the code goes: the person decides by all of it."""
         asked = {k: v for k, v in read.payload.data.items() if k not in ("broker", "password")}
-        client = self.query_client(asked.get("client_id", "")) if asked.get("client_id") else None
+        client = self.known_client(asked.get("client_id", "")) if asked.get("client_id") else None
         name = (client.metadata.get("client_name") if client else None) or asked.get(
             "client_id", ""
         )
         claimed = (
             " (a client that registered itself: its name is its own claim)"
             if client is not None and client.metadata.get(SELF_REGISTERED)
+            else f" (as the document at {client.metadata[MARK]} says of itself)"
+            if client is not None and client.metadata.get(MARK)
             else ""
         )
         resource = ", ".join(

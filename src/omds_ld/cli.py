@@ -104,6 +104,7 @@ def _example_config(args: argparse.Namespace) -> Any:
     )  # fmt: skip
     return ExampleConfig(
         mcp_openapi=_norm_openapi(args),
+        client_documents=tuple(Path(p) for p in args.client_document or ()),
         server=server,
         http=_http(args, HttpConfig(), host=server.host, port=server.port),
         request_log=Path(args.request_log) if args.request_log else None,
@@ -567,6 +568,12 @@ def _add_serve(commands: Commands) -> None:
         action="append",
         help="a further resource its authorization server issues tokens for: the URL of an MCP "
         "server run apart (omds-ld mcp --http --auth-issuer …) in front of these insurers",
+    )
+    add(
+        "--client-document",
+        action="append",
+        help="a client's metadata document (JSON, its https URL as client_id) its authorization "
+        "server admits without fetching it: for a server without outbound access (repeatable)",
     )
     add(
         "--access-token-seconds",

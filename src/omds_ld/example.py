@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -64,6 +65,8 @@ class ExampleConfig:
     # the norm version the MCP servers make their tools of (an OpenAPI file: a released version
     # to roll back to, or a proposed one to try); None: the package's. The interfaces keep theirs.
     mcp_openapi: Path | None = None
+    # clients' metadata documents its authorization server admits without fetching (JSON files)
+    client_documents: tuple[Path, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -134,6 +137,7 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
             registrations_per_address=config.registrations_per_address,
             registrations=config.registrations,
             documents_on_loopback=config.server.host in LOOPBACK_NAMES,
+            pinned_documents=pinned_documents(config.client_documents),
         ),
         store,
     )  # fmt: skip
@@ -164,6 +168,23 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
             own_token=required,
         ),
     )  # fmt: skip
+
+
+def pinned_documents(paths: Sequence[Path]) -> tuple[Mapping[str, Any], ...]:
+    """The clients' metadata documents given as files, each checked as if it had been fetched."""
+    import json
+
+    from omds_ld.auth.cimd import DocumentRefused, check_document
+
+    found = []
+    for path in paths:
+        try:
+            document = json.loads(path.read_text("utf-8"))
+            check_document(str(document.get("client_id", "")), document)
+        except (OSError, ValueError, AttributeError, DocumentRefused) as error:
+            raise ConfigError(f"--client-document {path}: {error}") from None
+        found.append(document)
+    return tuple(found)
 
 
 def chat_agent(config: ExampleConfig) -> ModelAgent | None:

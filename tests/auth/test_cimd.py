@@ -211,3 +211,19 @@ def test_no_document_is_fetched_from_where_it_must_not_be(
 ) -> None:
     page = authorize(server, client_id)
     assert page.status_code == 400 and why in page.text, page.text[-600:]
+
+
+def test_a_client_document_the_operator_gives_is_checked_at_start(tmp_path: Path) -> None:
+    bad = tmp_path / "client.json"
+    bad.write_text(json.dumps({"client_id": "https://client.example/meta.json",
+                               "redirect_uris": ["http://evil.example/cb"]}))  # fmt: skip
+    started = subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "serve", "--port", str(free_port()),
+         "--database", str(tmp_path / "s.sqlite3"), "--client-document", str(bad)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert started.returncode == 2
+    assert started.stderr.strip().splitlines() == [
+        f"omds-ld: --client-document {bad}: the client's metadata document: http redirect URIs "
+        "go to loopback only (127.0.0.1, [::1], localhost); else https"
+    ]

@@ -89,7 +89,20 @@ class MetadataDocuments:
         )
         self.clock = clock
         self._kept: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
+        self._pinned: set[str] = set()
         self._lock = threading.Lock()
+
+    def pin(self, metadata: Mapping[str, Any]) -> str:
+        """Keep a client's document as the operator gave it, never fetched nor expiring: an
+        authorization server without outbound access admits the clients it knows this way."""
+        url = str(metadata.get("client_id", ""))
+        if not is_document_url(url):
+            raise DocumentRefused("a client's metadata document names its https URL as client_id")
+        checked = check_document(url, metadata)
+        with self._lock:
+            self._kept[url] = (float("inf"), checked)
+            self._pinned.add(url)
+        return url
 
     def kept(self, url: str) -> dict[str, Any] | None:
         """The document fetched for ``url`` and still fresh, without fetching."""
@@ -108,8 +121,9 @@ class MetadataDocuments:
         with self._lock:
             self._kept[url] = (self.clock() + seconds, metadata)
             self._kept.move_to_end(url)
-            while len(self._kept) > MAX_KEPT:
-                self._kept.popitem(last=False)
+            while len(self._kept) > MAX_KEPT + len(self._pinned):
+                oldest = next(u for u in self._kept if u not in self._pinned)
+                del self._kept[oldest]
         return dict(metadata)
 
     def _target(self, url: str) -> tuple[str, int, str]:

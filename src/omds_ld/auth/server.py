@@ -97,6 +97,8 @@ class AuthSettings:
     # clients named by a metadata document (an https client_id) may live on loopback: only where
     # the authorization server itself runs there (the demo, tests), never in front of a network
     documents_on_loopback: bool = False
+    # clients' metadata documents the operator gives (admitted without fetching them)
+    pinned_documents: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -577,6 +579,8 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         self.issuer = settings.issuer
         self.store = store
         self.documents = MetadataDocuments(loopback=settings.documents_on_loopback)
+        for document in settings.pinned_documents:
+            self.documents.pin(document)
         self.register_grant(CodeGrant, [Pkce(required=True)])
         self.register_grant(RefreshGrant)
         self.register_grant(ClientCredentials)

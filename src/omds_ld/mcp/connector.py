@@ -17,6 +17,8 @@ from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from omds_ld import __version__
@@ -35,7 +37,14 @@ from omds_ld.mcp.condense import OUTPUT_SCHEMA
 from omds_ld.mcp.confirm import FormElicitation, Person, RoundTrip
 from omds_ld.mcp.executor import Executor, Instance
 from omds_ld.mcp.requestlog import RequestLog
-from omds_ld.mcp.resources import list_resources, read_resource
+from omds_ld.mcp.resources import (
+    LIST_TTL_MS,
+    NORM_FILES,
+    NormResources,
+    list_resources,
+    read_resource,
+    read_templates,
+)
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import CALLER, Caller, Upstream
@@ -64,9 +73,9 @@ class NormServer(Server[Any]):
     files as resources."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(
-            *args, on_list_resources=list_resources, on_read_resource=read_resource, **kwargs
-        )
+        kwargs.setdefault("on_list_resources", list_resources)
+        kwargs.setdefault("on_read_resource", read_resource)
+        super().__init__(*args, **kwargs)
 
     def create_initialization_options(
         self,
@@ -151,9 +160,15 @@ class Connector:
             instructions=INSTRUCTIONS.format(insurer=instance.display_name),
             on_list_tools=self._list_tools,
             on_call_tool=self.call_tool_for,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
+            on_read_resource=self._read_resource,
             # without it the SDK lists every tool on each sessionless call to find one schema
             get_tool_input_schema=self._input_schema,
         )
+        self.templates = read_templates(norm, instance.name)
+        # the files of the norm version its tools are made of
+        self.norm_files = NORM_FILES if norm.source is None else NormResources(norm.source)
 
     def _catalogue(self) -> tuple[dict[str, ToolSpec], list[types.Tool]]:
         # until the process knowledge is known, every tool of the norm: a failed read says
@@ -386,6 +401,114 @@ class Connector:
         return await self.executor.call(
             spec, arguments, session, offered=self.specs.keys(), caller=caller
         )
+
+    # the insurer's reads as resources (resources.read_templates)
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        """The norm's files, the insurer's reads without parameters, and its products and
+        their shapes as the product list names them."""
+        listed = list(self.norm_files.listed().resources)
+        plain = [t for t in self.templates if not t.parameters and t.operation in self.specs]
+        for template in plain:
+            listed.append(types.Resource(uri=template.uri(), name=template.operation,
+                                         title=template.title, description=template.description,
+                                         mime_type="application/ld+json"))  # fmt: skip
+        products = await self._read(ctx, "listProducts", {})
+        by_name = {t.operation: t for t in self.templates}
+        for product in products.get("products", []) if products else []:
+            if "readProduct" in by_name and product.get("productId"):
+                listed.append(types.Resource(
+                    uri=by_name["readProduct"].uri(productId=str(product["productId"])),
+                    name=str(product["productId"]), title=str(product.get("label") or ""),
+                    description="a product of the insurer, its whole JSON-LD",
+                    mime_type="application/ld+json",
+                ))  # fmt: skip
+        for step in products.get("nextSteps", []) if products else []:
+            shape = (step.get("arguments") or {}).get("shapeId")
+            if step.get("tool") == "readShape" and shape and "readShape" in by_name:
+                uri = by_name["readShape"].uri(shapeId=str(shape))
+                if all(r.uri != uri for r in listed):
+                    listed.append(types.Resource(uri=uri, name=str(shape),
+                                                 title=f"Shape {shape}",
+                                                 description="a SHACL shape of the insurer",
+                                                 mime_type="application/ld+json"))  # fmt: skip
+        # the same for every broker (the insurer's products are no secret): public
+        return types.ListResourcesResult(
+            resources=listed, ttl_ms=self.tools_ttl_ms(), cache_scope="public"
+        )
+
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(uri_template=t.template, name=t.operation, title=t.title,
+                                       description=t.description, mime_type="application/ld+json")
+                for t in self.templates
+                if t.parameters and t.operation in self.specs
+            ],
+            ttl_ms=LIST_TTL_MS,
+        )  # fmt: skip
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if uri.startswith("omds-ld://norm/"):
+            return self.norm_files.read(uri)
+        for template in self.templates:
+            found = template.match(uri)
+            if found is None:
+                continue
+            answer = await self._read(ctx, template.operation, found, raise_refusal=True)
+            text = json.dumps(answer.get("full"), ensure_ascii=False)
+            return types.ReadResourceResult(
+                contents=[
+                    types.TextResourceContents(uri=uri, mime_type="application/ld+json", text=text)
+                ]
+            )
+        known = ", ".join(t.template for t in self.templates)
+        raise MCPError(INVALID_PARAMS, f"no resource {uri}; the insurer's are {known} and omds-ld://norm/…")  # fmt: skip
+
+    async def _read(
+        self,
+        ctx: ServerRequestContext[Any],
+        operation: str,
+        parameters: Mapping[str, str],
+        raise_refusal: bool = False,
+    ) -> dict[str, Any]:
+        """A read as its tool makes it (the same checks, rate limit, cache and log), with the
+        insurer's whole JSON-LD; a refusal is an MCP error where ``raise_refusal``, else {}."""
+        from omds_ld.mcp.condense import answer_of
+
+        caller = CALLER.set(self._caller(ctx))
+        try:
+            if self.draft_at_server is None:
+                await self.refresh(force=True)
+            spec = self.specs.get(operation)
+            if spec is None:
+                if raise_refusal:
+                    raise MCPError(INVALID_PARAMS, f"{operation} is not offered here")
+                return {}
+            result = await self.executor.call(
+                spec, {**parameters, "full": True}, session_id(ctx), offered=self.specs.keys(),
+                caller=_client(ctx),
+            )  # fmt: skip
+        finally:
+            CALLER.reset(caller)
+        if not isinstance(result, types.CallToolResult):  # a read never asks the person
+            raise MCPError(INTERNAL_ERROR, f"{operation} asked for input")
+        if result.is_error:
+            if not raise_refusal:
+                return {}
+            answer = answer_of(result)
+            code = (
+                INVALID_PARAMS if 400 <= int(answer.get("status") or 500) < 500 else INTERNAL_ERROR
+            )
+            raise MCPError(code, getattr(result.content[0], "text", "refused"))
+        return answer_of(result)
 
     def _stdio_session(self, ctx: ServerRequestContext[Any]) -> str | None:
         """Without HTTP, the connection is the session (stdio serves one client)."""

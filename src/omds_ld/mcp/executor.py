@@ -11,9 +11,10 @@ import math
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import mcp_types as types
 from opentelemetry.trace import get_current_span
@@ -725,7 +726,27 @@ class Executor:
         _log_scope(log, condensed)
         log.setdefault("outcome", "ok")
         log.setdefault("status", status)
-        return tool_result(condensed, error=False, full=body if arguments.get("full") else None)
+        links = self._links(condensed, offered)
+        full = body if arguments.get("full") else None
+        return tool_result(condensed, error=False, full=full, links=links)
+
+    def _links(
+        self, condensed: Condensed, offered: Collection[str] | None
+    ) -> list[types.ResourceLink]:
+        """An answer that names an offer links to it as a resource (read as readOffer reads
+        it), where readOffer is offered."""
+        offer = condensed.structured.get("offer")
+        offer_id = offer.get("offerId") if isinstance(offer, Mapping) else None
+        if not offer_id or (offered is not None and "readOffer" not in offered):
+            return []
+        return [
+            types.ResourceLink(
+                uri=f"omds-ld://{self.instance.name}/offers/{quote(str(offer_id), safe='')}",
+                name=f"offer {offer_id}", title=f"Offer {offer_id}",
+                description="the offer's whole JSON-LD, as readOffer answers it",
+                mime_type="application/ld+json",
+            )
+        ]  # fmt: skip
 
     def _memory(self, session: str | None) -> SessionMemory:
         """What a session was shown (a fresh, forgotten memory for calls without a session)."""
@@ -855,11 +876,17 @@ def _shared() -> Shared | None:
     return call.shared if call is not None else None
 
 
-def tool_result(condensed: Condensed, *, error: bool, full: Any = None) -> types.CallToolResult:
+def tool_result(
+    condensed: Condensed,
+    *,
+    error: bool,
+    full: Any = None,
+    links: Sequence[types.ResourceLink] = (),
+) -> types.CallToolResult:
     """The text for the model, a summary as structuredContent, the whole structured answer in
-    ``_meta`` (and the insurer's JSON-LD with ``full``)."""
+    ``_meta`` (and the insurer's JSON-LD with ``full``), resource links after the text."""
     structured = dict(condensed.structured)  # built for this call alone: no copy needed
-    content: list[types.ContentBlock] = [types.TextContent(text=condensed.text)]
+    content: list[types.ContentBlock] = [types.TextContent(text=condensed.text), *links]
     if full is not None:
         structured["full"] = full
         content.append(types.TextContent(text=json.dumps(full, ensure_ascii=False)))

@@ -255,8 +255,9 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
 class Norm:
     """Everything the norm defines, loaded once: operations, validators, shapes, problem types."""
 
-    def __init__(self, openapi: Mapping[str, Any]) -> None:
+    def __init__(self, openapi: Mapping[str, Any], source: Path | None = None) -> None:
         self.openapi = openapi
+        self.source = source  # the OpenAPI file it was read from; None: the package's
         self.operations: dict[str, Operation] = {}
         for operation in _operations(openapi):
             if operation.operation_id in self.operations:
@@ -303,4 +304,4 @@ def load_norm(openapi_path: Path | None = None) -> Norm:
     """Load the norm from package data, or from another version of the OpenAPI file."""
     text = _data_text("openapi.yaml") if openapi_path is None else openapi_path.read_text("utf-8")
     document = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    return Norm(document)
+    return Norm(document, openapi_path)

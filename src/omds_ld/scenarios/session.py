@@ -79,7 +79,7 @@ def _split_full(result: Any) -> dict[str, Any]:
     full = answer.pop("full", None) if isinstance(answer, dict) else None
     if full is None:
         return {}
-    result.content = result.content[:1]
+    result.content = result.content[:-1]  # the JSON-LD full added, last
     return {FULL_ANSWER: json.dumps(full, ensure_ascii=False, separators=(",", ":"))}
 
 

@@ -36,6 +36,7 @@ from omds_ld.mcp.catalogue import (
 from omds_ld.mcp.condense import OUTPUT_SCHEMA
 from omds_ld.mcp.confirm import FormElicitation, Person, RoundTrip
 from omds_ld.mcp.executor import Executor, Instance
+from omds_ld.mcp.prompts import ProductPrompt, product_prompts
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.resources import (
     LIST_TTL_MS,
@@ -163,6 +164,8 @@ class Connector:
             on_list_resources=self._list_resources,
             on_list_resource_templates=self._list_resource_templates,
             on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
             # without it the SDK lists every tool on each sessionless call to find one schema
             get_tool_input_schema=self._input_schema,
         )
@@ -471,6 +474,42 @@ class Connector:
             )
         known = ", ".join(t.template for t in self.templates)
         raise MCPError(INVALID_PARAMS, f"no resource {uri}; the insurer's are {known} and omds-ld://norm/…")  # fmt: skip
+
+    # a task template per product (prompts.product_prompts)
+
+    async def _prompts(self, ctx: ServerRequestContext[Any]) -> list[ProductPrompt]:
+        products = await self._read(ctx, "listProducts", {})
+        shapes = []
+        for step in products.get("nextSteps", []):
+            shape = (step.get("arguments") or {}).get("shapeId")
+            if step.get("tool") == "readShape" and shape:
+                read = await self._read(ctx, "readShape", {"shapeId": str(shape)})
+                if isinstance(read.get("shape"), dict):
+                    shapes.append(read["shape"])
+        return product_prompts(products.get("products", []), shapes)
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        name = self.instance.display_name
+        return types.ListPromptsResult(
+            prompts=[p.prompt(name) for p in await self._prompts(ctx)],
+            ttl_ms=self.tools_ttl_ms(),
+            cache_scope="public",
+        )
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        found = {p.name: p for p in await self._prompts(ctx)}
+        prompt = found.get(params.name)
+        if prompt is None:
+            raise MCPError(INVALID_PARAMS, f"no prompt {params.name}; prompts: {', '.join(found)}")
+        text = prompt.task(self.instance.display_name, dict(params.arguments or {}))
+        return types.GetPromptResult(
+            description=prompt.prompt(self.instance.display_name).description,
+            messages=[types.PromptMessage(role="user", content=types.TextContent(text=text))],
+        )
 
     async def _read(
         self,

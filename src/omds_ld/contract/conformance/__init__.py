@@ -19,9 +19,9 @@ ERAS = ("2025-11-25", "2026-07-28")
 # what must pass in each era (the rest: whatever the suite runs, less the baseline's entries)
 REQUIRED = {
     "2025-11-25": ["server-initialize", "tools-list", "ping", "server-session-lifecycle",
-                   "dns-rebinding-protection", "resources-list"],
+                   "dns-rebinding-protection", "resources-list", "prompts-list"],
     "2026-07-28": ["tools-list", "tools-call-error", "tools-call-simple-text", "resources-list",
-                   "dns-rebinding-protection"],
+                   "dns-rebinding-protection", "prompts-list"],
 }  # fmt: skip
 
 

@@ -221,3 +221,46 @@ def test_serve_writes_its_banner_and_every_log_line_to_stderr(tmp_path: Path) ->
         out, err = process.communicate(timeout=30)
     assert out == "", "stdout carries nothing (uvicorn's access lines went there)"
     assert "claude mcp add --transport http pfefferminzia" in err and "GET /healthz" in err, err
+
+
+def test_stopping_serve_with_a_chat_conversation_open_leaves_no_half_response(
+    tmp_path: Path,
+) -> None:
+    """The chat page's MCP sessions hold an event stream to the server's own MCP endpoints; a
+    stop ends each stream as a complete response (uvicorn said "ASGI callable returned without
+    completing response" before)."""
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from tests.servers import free_port
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "omds_ld.cli", "serve", "--port", str(port),
+         "--database", str(tmp_path / "s.sqlite3")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(150):
+            try:
+                assert httpx.get(f"{base}/healthz").status_code == 200
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        with httpx.Client(base_url=base, timeout=30, headers={"Origin": base}) as page:
+            page.get("/chat")
+            cid = page.post("/chat/api/conversations", json={}).json()["id"]
+            called = page.post(f"/chat/api/conversations/{cid}/calls",
+                               json={"server": "pfefferminzia", "tool": "listProducts",
+                                     "arguments": {}})  # fmt: skip
+            assert called.status_code == 200, called.text
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=30)
+    assert process.returncode in (0, -15), err[-2000:]  # uvicorn re-raises the signal it ended by
+    assert "Application shutdown complete" in err
+    assert "ASGI callable returned without completing response" not in err, err[-3000:]

@@ -10,6 +10,7 @@ get 503 at once), and an idle keep-alive connection is closed after a few second
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
@@ -103,7 +104,7 @@ def _logging() -> dict[str, Any]:
 def run(app: ASGIApp, host: str, port: int, log_level: str, limits: Limits = Limits()) -> None:
     """Serve ``app`` until stopped, within ``limits``."""
     uvicorn.run(
-        app,
+        CompleteResponses(app),
         host=host,
         port=port,
         log_level=log_level,
@@ -112,6 +113,34 @@ def run(app: ASGIApp, host: str, port: int, log_level: str, limits: Limits = Lim
         limit_concurrency=limits.max_connections,
         timeout_keep_alive=int(limits.keep_alive_seconds),
     )
+
+
+class CompleteResponses:
+    """An ASGI app in front of another that ends a streamed response the app left open when it
+    returned (the MCP SDK's event stream of a session ended by the server's shutdown): the
+    client sees the stream end, not a broken connection, and uvicorn has no half response to
+    complain of. An app that raised, or was cancelled, is left to the server as it is."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = {"started": False, "complete": False}
+
+        async def tracked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                state["complete"] = True
+            await send(message)
+
+        await self.app(scope, receive, tracked)
+        if state["started"] and not state["complete"]:
+            with contextlib.suppress(OSError, RuntimeError):  # the client may be gone already
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 PAYLOAD_TOO_LARGE = "https://w3id.org/omds-ld/problems/payload-too-large"

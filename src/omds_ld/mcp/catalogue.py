@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ class ToolSpec:
     input_schema: Mapping[str, Any]
     annotations: Annotations
     shown_schema: Mapping[str, Any]
+    strict_schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -158,6 +160,31 @@ def shown_schema(operation: Operation) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required}
 
 
+def strict_schema(operation: Operation) -> dict[str, Any]:
+    """The shown schema as OpenAI's strict function calling takes it (the strict variant of an
+    endpoint, ``?schemas=strict``): every object closed, every property required, an optional
+    one nullable, the body as its JSON text (strict mode admits no open object, and a body's
+    fields are the insurer's shapes). The server reads the text back and checks it as always."""
+    shown = shown_schema(operation)
+    properties: dict[str, Any] = {}
+    for name, schema in shown["properties"].items():
+        schema = dict(schema)
+        if name == "body":
+            described = operation.body_description or "the request body"
+            schema = {"type": "string", "description": f"{described}; as its JSON text"}
+        if name not in shown["required"]:
+            schema["type"] = [schema["type"], "null"]
+            if "enum" in schema:
+                schema["enum"] = [*schema["enum"], None]
+        properties[name] = schema
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
 def in_process(operation: Operation, draft_at_server: bool | None) -> bool:
     """Whether the insurer's process uses the operation: the draft's operations where it keeps
     the draft, the tariff inquiry's where it keeps none; ``None`` (not known yet): every one."""
@@ -171,7 +198,7 @@ def in_process(operation: Operation, draft_at_server: bool | None) -> bool:
 def tools(norm: Norm, draft_at_server: bool | None) -> list[ToolSpec]:
     """The tools of the norm the insurer's process uses (every one while it is not known)."""
     return [
-        ToolSpec(op, input_schema(op), annotations_for(op), shown_schema(op))
+        ToolSpec(op, input_schema(op), annotations_for(op), shown_schema(op), strict_schema(op))
         for op in norm.operations.values()
         if in_process(op, draft_at_server)
     ]

@@ -164,6 +164,9 @@ class McpConfig:
     calls_per_minute: float = 0.0
     call_burst: float = 60.0
     auth: AuthConfig = field(default_factory=AuthConfig)
+    # every tool listing in the strict variant (OpenAI's strict function calling); over HTTP a
+    # client may also ask for it by its endpoint URL (?schemas=strict)
+    strict_schemas: bool = False
 
     def __post_init__(self) -> None:
         at_least("timeout_seconds", self.timeout_seconds, 0.1)
@@ -182,7 +185,7 @@ class McpConfig:
 # the top-level keys of the file (beside its tables), by the McpConfig field each sets
 _TOP_LEVEL = frozenset(
     {"request_log", "openapi", "timeout_seconds", "cache_ttl_seconds", "refresh_seconds",
-     "calls_per_minute", "call_burst"}
+     "calls_per_minute", "call_burst", "strict_schemas"}
 )  # fmt: skip
 _TABLES = frozenset({"http", "state", "auth", "instance"})
 SECRET_ENV = "OMDS_LD_CLIENT_SECRET"

@@ -109,6 +109,7 @@ class Connector:
         exchange: Callable[[str], Awaitable[str]] | None = None,
         confirm_tools: Collection[str] = (),
         confirmation_page: str | None = None,
+        strict_schemas: bool = False,
     ) -> None:
         for what, names in (("disabled_tools", disabled_tools), ("confirm_tools", confirm_tools)):
             unknown = sorted(set(names) - set(norm.operations))
@@ -153,6 +154,11 @@ class Connector:
             tuple[bool | None, frozenset[str] | None],
             tuple[dict[str, ToolSpec], list[types.Tool]],
         ] = {}
+        self._strict_catalogues: dict[
+            tuple[bool | None, frozenset[str] | None], list[types.Tool]
+        ] = {}
+        # every listing in the strict variant (stdio: a client that needs it has no URL to ask by)
+        self.strict_schemas = strict_schemas
         self.server = NormServer(
             f"omds-ld-{instance.name}",
             version=__version__,
@@ -303,8 +309,17 @@ class Connector:
         spec = self.specs.get(name)
         return None if spec is None else dict(spec.shown_schema)
 
-    def tool_list(self) -> list[types.Tool]:
-        return list(self._catalogue()[1])
+    def tool_list(self, strict: bool = False) -> list[types.Tool]:
+        """The tools offered now; ``strict``: their strict variant (``catalogue.strict_schema``)."""
+        if not strict:
+            return list(self._catalogue()[1])
+        key = (self.draft_at_server, self.published)
+        listed = self._strict_catalogues.get(key)
+        if listed is None:
+            listed = self._strict_catalogues[key] = [
+                tool_of(spec, spec.strict_schema) for spec in self.specs.values()
+            ]
+        return list(listed)
 
     @staticmethod
     def _describe(specs: dict[str, ToolSpec]) -> list[types.Tool]:
@@ -354,7 +369,7 @@ class Connector:
         finally:
             CALLER.reset(caller)
         self.learn_in_background()
-        return self.tool_list()
+        return self.tool_list(strict=self.strict_schemas or wants_strict(ctx))
 
     async def call_tool_for(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -560,6 +575,17 @@ class Connector:
         if key is None:
             key = self._connection_keys[connection] = f"connection-{uuid.uuid4().hex}"
         return key
+
+
+STRICT = "strict"  # ?schemas=strict: the strict variant of the tools' input schemas
+
+
+def wants_strict(ctx: Any) -> bool:
+    """Whether a request asks for the strict variant (its endpoint URL ends ``?schemas=strict``:
+    for OpenAI's strict function calling, which admits no open object)."""
+    request = getattr(ctx, "request", None)
+    query = getattr(request, "query_params", None)
+    return bool(query is not None and query.get("schemas") == STRICT)
 
 
 def norm_meta(norm: Norm) -> dict[str, Any] | None:

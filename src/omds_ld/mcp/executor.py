@@ -223,8 +223,25 @@ class Executor:
             )
 
     def prepare(self, spec: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Sanitize, complete the body, validate against the tool's schema: or refuse."""
+        """Sanitize, complete the body, validate against the tool's schema: or refuse.
+
+        A client shown the strict variant of the schemas (OpenAI's strict function calling)
+        sends the body as its JSON text and every optional argument, null where it has none:
+        the text is read back into the body, a null optional argument is no argument; the body
+        is then checked exactly as any other."""
         clean: dict[str, Any] = dict(arguments or {})
+        required = set(spec.input_schema.get("required", ()))
+        for name in [k for k, v in clean.items() if v is None and k not in required]:
+            del clean[name]
+        text = clean.get("body")
+        if isinstance(text, str) and spec.operation.request_schema is not None:
+            try:
+                clean["body"] = json.loads(text)
+            except (ValueError, RecursionError) as error:
+                found = [{"pointer": "/body", "detail": f"the body's JSON text does not parse: {error}"[:300]}]  # fmt: skip
+                raise self._bad_arguments(
+                    spec, clean, found, "do not match its input schema"
+                ) from None
         # values no request may carry are refused, never cleaned (hygiene checks depth first,
         # so nothing below walks a hostile nesting)
         hostile = [{"pointer": v.pointer, "detail": v.detail} for v in hygiene.violations(clean)]

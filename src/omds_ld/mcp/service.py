@@ -116,6 +116,7 @@ def _connector(
         exchange=tokens.exchanged if tokens is not None else None,
         confirm_tools=instance.confirm_tools,
         confirmation_page=confirmation_page,
+        strict_schemas=config.strict_schemas,
     )
 
 

@@ -11,6 +11,8 @@ lets Authlib decide in a worker thread.
 from __future__ import annotations
 
 import contextvars
+import hashlib
+import hmac
 import html
 import secrets
 import time
@@ -570,6 +572,36 @@ class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
         return Client(client_info["client_id"], None, metadata)
 
 
+LOGIN_COOKIE = "omds_ld_login"
+LOGIN_SECONDS = 8 * 3600.0  # a working day: then the password again
+
+
+class Logins:
+    """Who logged in at this authorization server in a browser: a cookie (HttpOnly, SameSite
+    Lax, below the issuer's path) signed with a key of this process, so that one login serves
+    the three MCP servers' authorizations; each still needs the person's click to allow."""
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    def _mac(self, text: str) -> str:
+        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
+
+    def issue(self, subject: str, now: float | None = None) -> str:
+        text = f"{subject}|{int((now or time.time()) + LOGIN_SECONDS)}"
+        return f"{text}|{self._mac(text)}"
+
+    def subject(self, cookie: str, now: float | None = None) -> str | None:
+        """The broker a cookie names while it is valid; None for any other."""
+        subject, _, rest = cookie.partition("|")
+        expires, _, mac = rest.partition("|")
+        if not (subject and expires.isdigit() and mac):
+            return None
+        if not hmac.compare_digest(mac, self._mac(f"{subject}|{expires}")):
+            return None
+        return subject if int(expires) > (now or time.time()) else None
+
+
 class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
     """The authorization server of the example server; ``routes()`` mounts it."""
 
@@ -579,6 +611,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         self.issuer = settings.issuer
         self.store = store
         self.documents = MetadataDocuments(loopback=settings.documents_on_loopback)
+        self.logins = Logins()
         for document in settings.pinned_documents:
             self.documents.pin(document)
         self.register_grant(CodeGrant, [Pkce(required=True)])
@@ -777,20 +810,32 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             grant = await anyio.to_thread.run_sync(self.get_consent_grant, read)
         except OAuth2Error as error:
             return self._login_page(read, error=error.description or error.error, status=400)
+        logged_in = self.logins.subject(request.cookies.get(LOGIN_COOKIE, ""))
+        if logged_in not in self.settings.brokers:
+            logged_in = None
         if request.method == "GET":
-            return self._login_page(read)
+            return self._login_page(read, logged_in=logged_in)
         if request.headers.get("origin") not in (None, _origin(str(request.url))):
             return self._login_page(
                 read, error="this form is sent from its own page only", status=403
             )
-        subject = read.form.get("broker", "")
-        if subject not in self.settings.brokers or not secrets.compare_digest(
-            read.form.get("password", ""), DEMO_PASSWORD
-        ):
-            return self._login_page(read, error="unknown broker or wrong password", status=401)
+        if read.form.get("continue") == "1" and logged_in is not None:
+            subject = logged_in  # the person logged in at this server before: they allow
+        else:
+            subject = read.form.get("broker", "")
+            if subject not in self.settings.brokers or not secrets.compare_digest(
+                read.form.get("password", ""), DEMO_PASSWORD
+            ):
+                return self._login_page(read, error="unknown broker or wrong password", status=401)
         response: Response = await anyio.to_thread.run_sync(
             self._in_context, self.create_authorization_response, read, BrokerUser(subject), grant
         )
+        if 300 <= response.status_code < 400:  # one login serves the next client's request
+            response.set_cookie(
+                LOGIN_COOKIE, self.logins.issue(subject), max_age=int(LOGIN_SECONDS),
+                path=urlsplit(self.issuer).path or "/", httponly=True, samesite="lax",
+                secure=self.issuer.startswith("https://"),
+            )  # fmt: skip
         return self._with_issuer(response)
 
     def _with_issuer(self, response: Response) -> Response:
@@ -803,7 +848,13 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             response.headers["location"] = parts._replace(query=query).geturl()
         return response
 
-    def _login_page(self, read: ReadRequest, error: str = "", status: int = 200) -> Response:
+    def _login_page(
+        self,
+        read: ReadRequest,
+        error: str = "",
+        status: int = 200,
+        logged_in: str | None = None,
+    ) -> Response:
         """The demo brokers' login: who, a password, what the client asks for, whether it named
         itself, and where the code goes: the person decides by all of it."""
         asked = {k: v for k, v in read.payload.data.items() if k not in ("broker", "password")}
@@ -837,7 +888,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             )
         )
         problem = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
-        form = self._login_form(read) if status != 400 else ""
+        form = self._login_form(read, logged_in) if status != 400 else ""
         # the form's answer redirects to the code's destination: a native app's own scheme too
         scheme = urlsplit(target).scheme
         native = f" {scheme}:" if "." in scheme and redirect_uri_problem(target) is None else ""
@@ -849,8 +900,9 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
                      f"form-action 'self' http: https:{native}; frame-ancestors 'none'"},
         )  # fmt: skip
 
-    def _login_form(self, read: ReadRequest) -> str:
-        """The form: every parameter of the request carried on, the brokers, the password."""
+    def _login_form(self, read: ReadRequest, logged_in: str | None = None) -> str:
+        """The form: every parameter of the request carried on, the brokers, the password; for
+        a person logged in here before, first the one button that allows as them."""
         hidden = "".join(
             f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
             for k, values in read.payload.datalist.items()
@@ -862,7 +914,17 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             for s, n in sorted(self.settings.brokers.items())
         )
         action = html.escape(urlsplit(str(read.uri)).path)
-        return (
+        again = (
+            f'<form method="post" action="{action}">{hidden}'
+            '<input type="hidden" name="continue" value="1">'
+            f"<p>You are logged in as <strong>{html.escape(self.settings.brokers[logged_in])}"
+            f"</strong> ({html.escape(logged_in)}).</p>"
+            f'<button type="submit">Allow as {html.escape(logged_in)}</button></form>'
+            "<p>Or log in as another broker:</p>"
+            if logged_in is not None
+            else ""
+        )
+        return again + (
             f'<form method="post" action="{action}">{hidden}'
             f'<label for="broker">Broker</label><select id="broker" name="broker">{options}</select>'
             '<label for="password">Password (demo: <code>demo</code>)</label>'

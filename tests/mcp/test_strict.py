@@ -38,9 +38,12 @@ async def listed(url: str) -> list[Any]:
         return list((await client.list_tools()).tools)
 
 
-def test_the_agents_sdk_converts_every_tool_of_the_strict_variant(server: ExampleServer) -> None:
-    for name in INSURERS:
-        url = server.mcp(name) + "?schemas=strict"
+def test_the_agents_sdk_converts_every_tool_of_every_endpoints_strict_variant(
+    server: ExampleServer,
+) -> None:
+    endpoints = [server.mcp(name) for name in INSURERS] + [server.url + "/omds-ld/insurers/mcp"]
+    for endpoint in endpoints:  # each insurer's, and the broker endpoint
+        url = endpoint + "?schemas=strict"
         strict = converted(asyncio.run(listed(url)), url)
         assert strict and all(strict.values()), {t: s for t, s in strict.items() if not s}
     # the lean default stays what other clients load best; strict mode cannot take its bodies

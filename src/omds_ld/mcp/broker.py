@@ -28,6 +28,7 @@ from omds_ld.mcp.connector import (
     norm_meta,
     session_id,
     tool_of,
+    wants_strict,
 )
 from omds_ld.mcp.executor import (
     BROKER_CALL,
@@ -67,7 +68,7 @@ class BrokerEndpoint:
         # what each session was shown at any of the insurers (the latest used last)
         self._shown: OrderedDict[str, Shared] = OrderedDict()
         # built once for each set of offered tools and the insurers offering them
-        self._tools: dict[tuple[tuple[str, ...], ...], list[types.Tool]] = {}
+        self._tools: dict[tuple[Any, ...], list[types.Tool]] = {}
 
     def _offered(self) -> dict[str, list[str]]:
         """Each tool any insurer offers now, with the insurers that offer it."""
@@ -77,8 +78,8 @@ class BrokerEndpoint:
                 offered.setdefault(tool, []).append(name)
         return offered
 
-    def _schema(self, spec: ToolSpec) -> dict[str, Any]:
-        shown = dict(spec.shown_schema)
+    def _schema(self, spec: ToolSpec, strict: bool = False) -> dict[str, Any]:
+        shown = dict(spec.strict_schema if strict else spec.shown_schema)
         insurer: dict[str, Any] = {"type": "string"}
         if spec.name == "listProducts":  # where a task starts: which insurers there are
             insurer["enum"] = list(self.connectors)
@@ -88,14 +89,15 @@ class BrokerEndpoint:
             "required": [INSURER, *shown["required"]],
         }
 
-    def tool_list(self) -> list[types.Tool]:
+    def tool_list(self, strict: bool = False) -> list[types.Tool]:
+        """Each tool once, with ``insurer``; ``strict``: the strict variant of its schema."""
         offered = self._offered()
-        key = tuple((tool, *names) for tool, names in offered.items())
+        key = (strict, *((tool, *names) for tool, names in offered.items()))
         tools = self._tools.get(key)
         if tools is None:
             specs = {tool: self.connectors[names[0]].specs[tool] for tool, names in offered.items()}
             tools = self._tools[key] = [
-                tool_of(spec, self._schema(spec)) for spec in specs.values()
+                tool_of(spec, self._schema(spec, strict)) for spec in specs.values()
             ]
         return list(tools)
 
@@ -108,7 +110,8 @@ class BrokerEndpoint:
         for connector in self.connectors.values():
             await connector.list_tools_for(ctx)  # each tells this session when its tools change
         ttl = min(c.tools_ttl_ms() for c in self.connectors.values())
-        return types.ListToolsResult(tools=self.tool_list(), ttl_ms=ttl, _meta=norm_meta(self.norm))
+        tools = self.tool_list(strict=wants_strict(ctx))
+        return types.ListToolsResult(tools=tools, ttl_ms=ttl, _meta=norm_meta(self.norm))
 
     def _pick(self, arguments: Mapping[str, Any] | None) -> tuple[Connector | None, dict[str, Any]]:
         rest = dict(arguments or {})

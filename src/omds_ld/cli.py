@@ -403,7 +403,11 @@ def _norm_gate(args: argparse.Namespace) -> int:
 def _norm_release(args: argparse.Namespace) -> int:
     from omds_ld.contract.release import release
 
-    folder = release(Path(args.data) if args.data else None, args.force)
+    folder = release(
+        Path(args.data) if args.data else None,
+        args.force,
+        Path(args.releases) if args.releases else None,
+    )
     print(f"released: {folder}")
     return 0
 
@@ -842,6 +846,7 @@ def _add_norm(commands: Commands) -> None:
     )
     cut.add_argument("--data", help="the norm's data folder (default: the package's)")
     cut.add_argument("--force", action="store_true", help="replace a kept release of that version")
+    cut.add_argument("--releases", help="the releases folder (default: the package's)")
     _log_level(cut, "warning")
     cut.set_defaults(run=_norm_release)
 

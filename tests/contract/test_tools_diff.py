@@ -278,3 +278,30 @@ def test_two_running_servers_are_compared_as_their_clients_meet_them(
     assert [c["what"] for c in described] == ["description changed"]
     assert report["tokens"]["before"] > 0 and report["tokens"]["after"] > 0
     assert "version 0.1.0 → 0.2.0 is a major step: as the rules say" in text
+
+
+def test_a_release_keeps_the_norms_files_as_their_version_and_never_replaces_one(
+    tmp_path: Path,
+) -> None:
+    import shutil
+    from importlib import resources
+
+    data = tmp_path / "data"
+    shutil.copytree(Path(str(resources.files("omds_ld.norm") / "data")), data)
+    document = yaml.safe_load((data / "openapi.yaml").read_text())
+    document["info"]["version"] = "0.3.0"
+    write(data, "openapi", document)
+    releases = tmp_path / "releases"
+    command = [sys.executable, "-m", "omds_ld.cli", "norm", "release", "--data", str(data),
+               "--releases", str(releases)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    kept = releases / "0.3.0"
+    assert {p.name for p in kept.iterdir()} >= {"openapi.yaml", "shapes.ttl", "budgets.yaml"}
+    assert (kept / "openapi.yaml").read_text() == (data / "openapi.yaml").read_text()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2
+    assert "version 0.3.0 is released already" in again.stderr
+    code, report, _ = tools_diff(kept / "openapi.yaml", "current")
+    assert report["old"]["version"] == "0.3.0" and report["new"]["version"] == "0.2.0"
+    assert code == 1 and report["versionOk"] is False  # back to 0.2.0: lower

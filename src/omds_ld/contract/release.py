@@ -21,15 +21,16 @@ FILES = (
 )
 
 
-def release(data: Path | None = None, force: bool = False) -> Path:
-    """Copy the norm's files into ``releases/<info.version>/``; refuses to replace a kept
-    release (a release is never changed afterwards) unless ``force``."""
+def release(data: Path | None = None, force: bool = False, into: Path | None = None) -> Path:
+    """Copy the norm's files into ``releases/<info.version>/`` (``into``: another releases
+    folder); refuses to replace a kept release (a release is never changed afterwards) unless
+    ``force``."""
     source = data or releases_folder().parent / "data"
     document = yaml.safe_load((source / "openapi.yaml").read_text("utf-8"))
     version = str(document.get("info", {}).get("version") or "")
     if not version:
         raise ConfigError(f"{source / 'openapi.yaml'} has no info.version")
-    target = releases_folder() / version
+    target = (into or releases_folder()) / version
     if target.exists() and not force:
         raise ConfigError(f"version {version} is released already ({target}): bump info.version")
     target.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import copy
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,12 +47,15 @@ def write(folder: Path, name: str, document: Norm) -> Path:
 
 
 def tools_diff(*args: str | Path) -> tuple[int, dict[str, Any], str]:
-    """The CLI as a maintainer runs it: its exit code, its JSON and its text."""
-    command = [sys.executable, "-m", "omds_ld.cli", "tools", "diff", *map(str, args)]
-    as_json = subprocess.run([*command, "--json", "-"], capture_output=True, text=True, timeout=120)
-    as_text = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert as_json.returncode == as_text.returncode, as_text.stderr
-    return as_json.returncode, json.loads(as_json.stdout), as_text.stdout
+    """The CLI as a maintainer runs it: its exit code, its JSON (written to a file) and its text
+    (printed), from one run."""
+    with tempfile.TemporaryDirectory() as folder:
+        written = Path(folder) / "diff.json"
+        command = [sys.executable, "-m", "omds_ld.cli", "tools", "diff", *map(str, args),
+                   "--json", str(written)]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert written.exists(), done.stderr
+        return done.returncode, json.loads(written.read_text()), done.stdout
 
 
 def tool(report: dict[str, Any], name: str) -> dict[str, Any]:
@@ -188,6 +192,15 @@ def test_the_released_norm_against_this_one(tmp_path: Path) -> None:
     inquiry = tool(report, "inquireTariff")["changes"]
     assert any(c["what"] == "norm flag changed" and c["breaking"] for c in inquiry)
     assert report["versionOk"] is True
+    printed = subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "tools", "diff", last_release(), "current",
+         "--allow-breaking", "--no-tokens", "--json", "-"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    only = json.loads(printed.stdout)  # stdout holds the JSON alone
+    assert only["tools"] == [
+        {**t, "tokens": {"before": None, "after": None}} for t in report["tools"]
+    ]
 
 
 def deprecate(document: Norm) -> None:

@@ -650,8 +650,10 @@ class _Writer:
             # ready body does
             target = str(step["bc:target"])
             body = step.get("bc:body")
-            named = any(str(v) == local(target) for v in own.values()) or (
-                isinstance(body, Mapping) and target in body.values()
+            named = (
+                any(str(v) == local(target) for v in own.values())
+                or (isinstance(body, Mapping) and target in body.values())
+                or step.get("bc:href") == target  # the call's own URL: the tool names it
             )
             if named and not expects and not step.get("bc:body"):
                 _add_plain(lines, str(step["bc:operation"]), own)

@@ -193,15 +193,22 @@ class Executor:
             if arguments and isinstance(arguments.get(p.name), str | int)
             and _IDENTIFIER.fullmatch(str(arguments[p.name]))
         }  # fmt: skip
+        # the MCP server's own steps act on the interface's URL, which the tool and its arguments
+        # already name: bc:href says so, and the condensed text leaves the target out
+        target = spec.operation.href(base, **named)
         same: dict[str, Any] = {
             "bc:operation": spec.name,
-            "bc:target": spec.operation.href(base, **named),
+            "bc:target": target,
+            "bc:href": target,
             "rdfs:label": "the same call with corrected arguments",
         }
         if named:
             same["bc:parameters"] = named
         out = [same]
-        out += [{"bc:operation": op, "bc:target": f"{base}/{path}"} for op, path in steps]
+        out += [
+            {"bc:operation": op, "bc:target": f"{base}/{path}", "bc:href": f"{base}/{path}"}
+            for op, path in steps
+        ]
         return out
 
     async def _within_rate(self, spec: ToolSpec, caller: str) -> None:

@@ -136,6 +136,32 @@ def test_an_inquiry_result_lists_the_values_at_their_default(server: ExampleServ
     run(server, "disrupto", body)
 
 
+def test_in_a_session_an_inquiry_names_what_its_default_instance_showed(
+    server: ExampleServer,
+) -> None:
+    """The inquiry's answer after the product's default instance: the defaults and steps it
+    showed the same, and the risk object the call sent, are named, not repeated; a value the
+    inquiry changed is listed."""
+
+    async def body(client: Client) -> None:
+        products = await client.call_tool("listProducts", {})
+        instance = await follow(client, step(products, "readDefaultInstance"))
+        ready = answer_of(instance)["body"]
+        ready["p:instance"]["p:hasRiskObject"] = [SKODA]
+        result = await follow(client, step(instance, "inquireTariff"), ready)
+        text = result.content[0].text
+        assert "Still at the insurer's default: as before" in text
+        assert "as before: inquireTariff, readProduct" in text
+        assert "~/inquired-instance/risk-objects/1: the 5 fields as sent" in text
+        assert answer_of(result)["riskObjects"][0]["fields"]["p:make"] == "Skoda"
+        bonus = answer_of(instance)["draft"]["attributes"][0]["property"]
+        ready["p:instance"]["p:attribute"] = [{"p:property": bonus, "p:value": 3}]
+        changed = await follow(client, step(result, "inquireTariff"), ready)
+        assert "Still at the insurer's default: Zulassungsbezirk" in changed.content[0].text
+
+    run(server, "disrupto", body, mode="legacy")
+
+
 def test_an_offer_offers_reading_it(server: ExampleServer) -> None:
     async def body(client: Client) -> None:
         case = await new_case(client)
@@ -563,8 +589,8 @@ def test_in_a_session_an_edits_answer_names_the_unchanged_draft_and_a_read_shows
         added = await follow(client, step(case, "createRiskObject"), SKODA)
         text = added.content[0].text
         assert "Draft of Kraftfahrt 2025 ~/draft: unchanged since the last answer" in text
-        assert "[x] Kfz-Haftpflicht" not in text and 'p:make="Skoda"' in text
-        assert "Still at the insurer's default: as before" in text
+        assert "[x] Kfz-Haftpflicht" not in text and "Still at the insurer's default" not in text
+        assert "~/draft/risk-objects/1: the 5 fields as sent" in text  # the call's own body
         read = await follow(client, step(added, "readCalculation"))
         assert "[x] Kfz-Haftpflicht" in read.content[0].text
 

@@ -68,6 +68,8 @@ def test_a_case_is_condensed_to_tree_report_steps_and_shapes(service: InsurerSer
         component = step.get("bc:parameters", {}).get("componentId")
         if component:  # the argument names the target: the target is left out
             assert component in steps and step["bc:target"].replace(case["@id"], "~") not in steps
+        elif step["bc:target"] == case["@id"]:  # caseId (each step's) names it: the tool alone
+            assert f"\n  {step['bc:operation']}\n" in steps
         else:
             assert f"{step['bc:operation']} · {step['bc:target'].replace(case['@id'], '~')}" in text
     # the steps of one tool that differ in the one argument naming their target: one line
@@ -81,7 +83,9 @@ def test_an_abbreviation_used_once_is_written_whole(service: InsurerService) -> 
     products = dict(service.listProducts(ANONYMOUS, {"offset": 0, "limit": 10}, None).body)
     text = condensed(products).text
     assert "~ =" not in text and "~/" not in text
-    assert f"Kraftfahrt 2025 {PRODUCT}" in text  # the name begins with its line of business
+    # the name begins with its line of business; the IRI is written in the body that starts it
+    assert "\n  Kraftfahrt 2025\n" in text
+    assert f'createCalculation · body {{"p:hasRootProduct": "{PRODUCT}"}}' in text
     assert "readProduct · productId=kraftfahrt-2025" in text
 
 
@@ -100,11 +104,24 @@ def test_an_edits_answer_names_a_draft_shown_the_same_before(service: InsurerSer
     )  # fmt: skip
     assert "~/draft: unchanged since the last answer" in again.text
     assert "[x] Kfz-Haftpflicht" not in again.text
-    assert "Still at the insurer's default: as before" in again.text
-    assert 'p:make="Skoda"' in again.text  # what changed is shown
+    assert "Still at the insurer's default" not in again.text  # the unchanged draft says it
+    assert "~/draft/risk-objects/1: " in again.text  # what changed is shown
+    # the risk object as the call sent it: its values are not repeated
+    sent = condense(
+        added, operation="createRiskObject", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen=first.drafts, sent=SKODA,
+    )  # fmt: skip
+    assert "~/draft/risk-objects/1: the 5 fields as sent" in sent.text
+    assert 'p:make="Skoda"' in again.text and 'p:make="Skoda"' not in sent.text
+    assert sent.structured["riskObjects"][0]["fields"]["p:make"] == "Skoda"
+    other = condense(
+        added, operation="createRiskObject", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen=first.drafts, sent={**SKODA, "p:powerKw": 111},
+    )  # fmt: skip
+    assert "p:powerKw=110" in other.text  # stored otherwise than sent: written out
     # the steps listed the same before are named by their tools; new ones are whole
     assert "  as before: setAttributes, excludeComponent, includeComponent," in again.text
-    assert "  calculatePremium · ~" in again.text
+    assert "\n  calculatePremium\n" in again.text  # caseId names its target
     assert again.structured["draft"]["components"]  # a program still reads the whole draft
     assert OUTPUT.is_valid(again.structured)
     # a read (no drafts_seen) shows it whole; so does an edit that changed it
@@ -154,8 +171,8 @@ def test_a_shape_seen_before_is_named_not_repeated(service: InsurerService) -> N
     case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
     vehicle = "https://pfefferminzia.example/shapes/VehicleShape"
     again = condensed(case, seen=(vehicle,))
-    assert "Shapes as shown before: VehicleShape" in again.text
-    assert "p:powerKw" not in again.text
+    assert "p:powerKw" not in again.text and "Shape VehicleShape" not in again.text
+    assert "createRiskObject · ~/draft · VehicleShape" in again.text  # the step names it
     assert OUTPUT.is_valid(again.structured)
 
 

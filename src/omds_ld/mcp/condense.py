@@ -145,6 +145,10 @@ class Shared:
     shapes: dict[str, str] = dataclasses.field(default_factory=dict)  # digest → where shown
 
 
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}" + ("" if number == 1 else "s")
+
+
 def _digest(lines: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
@@ -275,6 +279,7 @@ class _Writer:
         self._abbreviated: list[str] = []
         # in an inquiry's instance, attributes are named by property and nodes by what they are
         self.by_property = False
+        self.inquired: str | None = None  # the product an inquiry's instance is of
         self.shown_properties: set[str] = set()
         self.absent: list[str] = []
         # the drafts this session was shown (IRI → digest) and whether an unchanged one is only
@@ -283,6 +288,9 @@ class _Writer:
         self.name_unchanged = False
         self.drafts: dict[str, str] = {}
         self.shared: Shared | None = None  # a broker session's memory across its insurers
+        # the risk objects the call sent (its body, or an inquiry's instance's): one stored
+        # with the same fields is not written out again
+        self.sent: list[dict[str, Any]] = []
         self.insurer = ""
         # the norm's deprecated operations, each with the one to use instead ("" if none)
         self.deprecated: Mapping[str, str] = {}
@@ -422,23 +430,32 @@ class _Writer:
             structured["includable"] = list(includable)
         self.data["draft"] = structured
         if self.by_property or not draft.get("@id"):
+            start = len(self.lines)
             self.defaults(draft)
+            if self.inquired:  # what an inquiry of the same product says "as before" to
+                self.drafts[f"{self.inquired} defaults"] = _digest(self.lines[start:])
             self.risk_objects(many(draft.get("p:hasRiskObject")))
             return
         iri = str(draft["@id"])
-        self._unless_unchanged(iri, start, name)
+        unchanged = self._unless_unchanged(iri, start, name)
         start = len(self.lines)
         self.defaults(draft)
-        if not self._same_as_last(f"{iri} defaults", start, DEFAULTS_AS_BEFORE):
+        if self._same_as_last(f"{iri} defaults", start, DEFAULTS_AS_BEFORE):
+            if unchanged:  # the line of the unchanged draft says it of its defaults too
+                del self.lines[start:]
+        else:
             self._as_elsewhere("defaults", start, "Still at the insurer's default: as for {where}")
         start = len(self.lines)
-        self.risk_objects(many(draft.get("p:hasRiskObject")))
-        self._same_as_last(f"{iri} risk objects", start, "Risk objects: as before")
+        whole = self.risk_objects(many(draft.get("p:hasRiskObject")))
+        self._same_as_last(f"{iri} risk objects", start, "Risk objects: as before", whole)
 
-    def _same_as_last(self, key: str, start: int, instead: str) -> bool:
+    def _same_as_last(
+        self, key: str, start: int, instead: str, whole: Sequence[str] | None = None
+    ) -> bool:
         """The lines from ``start`` stay unless this session's last answer of the case showed
-        them the same and this is an edit's answer: then ``instead`` stands for them."""
-        digest = _digest(self.lines[start:])
+        them the same (``whole``: what they stand for) and this is an edit's answer: then
+        ``instead`` stands for them."""
+        digest = _digest(self.lines[start:] if whole is None else whole)
         self.drafts[key] = digest
         if self.name_unchanged and self.drafts_before.get(key) == digest:
             del self.lines[start:]
@@ -460,15 +477,15 @@ class _Writer:
             del self.lines[start:]
             self.line(instead.format(where=where))
 
-    def _unless_unchanged(self, iri: str, start: int, name: str) -> None:
+    def _unless_unchanged(self, iri: str, start: int, name: str) -> bool:
         """The draft's tree from ``start`` stays unless this session was shown the same tree
         before (of this case, or in a broker session of another insurer's) and this is an edit's
-        answer: then one line says so."""
+        answer: then one line says so. True where the case's last answer showed it the same."""
         head = self.lines[start - 1]
-        unchanged = f"{head}: unchanged since the last answer (readCalculation shows it)"
+        unchanged = f"{head}: unchanged since the last answer"
         if self._same_as_last(iri, start, unchanged):
             del self.lines[start - 1]
-            return
+            return True
         digest = self.drafts[iri]
         if self.name_unchanged and self.shared is not None:
             where = self.shared.drafts.get(digest)
@@ -477,6 +494,7 @@ class _Writer:
                 self.line(f"Draft of {name} {self.iri(iri)}: as shown for {where}, below this ~")
             else:
                 self.shared.drafts[digest] = self.insurer
+        return False
 
     def defaults(self, instance: Mapping[str, Any]) -> None:
         """What is still as the insurer's default left it, in one block: the values nobody set
@@ -517,10 +535,13 @@ class _Writer:
         self.data["defaults"] = found
         self.data["defaultComponents"] = components
 
-    def risk_objects(self, risk_objects: Sequence[Mapping[str, Any]]) -> None:
+    def risk_objects(self, risk_objects: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Each risk object's line; returned: the lines with every value written out."""
         out = []
+        whole = []
         if not risk_objects and not self.by_property:  # an inquiry's body shows it has none
             self.line("Risk objects: none")
+            whole.append(self.lines[-1])
         for risk_object in risk_objects:
             # in the order of their names: equivalent JSON-LD may order keys any way
             fields = {
@@ -530,6 +551,9 @@ class _Writer:
             }
             shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in fields.items())
             where = self.iri(risk_object.get("@id", ""))
+            whole.append(f"Risk object {risk_object.get('@type')} {where}: {shown}")
+            if fields and fields in self.sent:  # the model has them: its own call's body
+                shown = f"the {_count(len(fields), 'field')} as sent"
             self.line(f"Risk object {risk_object.get('@type')} {where}: {shown}")
             out.append(
                 {
@@ -540,6 +564,7 @@ class _Writer:
                 }
             )
         self.data["riskObjects"] = out
+        return whole
 
     def validation(self, report: Mapping[str, Any] | None) -> None:
         if not report:
@@ -551,11 +576,12 @@ class _Writer:
             results, MAX_VIOLATIONS, "call validateCalculation with full=true for the whole report"
         )
         conforms = bool(report.get("sh:conforms"))
-        self.line(
-            "Validation: conforms"
-            if conforms
-            else f"Validation: does not conform ({precision.line()} violations)"
-        )
+        if conforms:
+            self.line("Validation: conforms")
+        elif precision.more_to_find:
+            self.line(f"Validation: does not conform ({precision.line()} violations)")
+        else:
+            self.line(f"Validation: does not conform, {_count(len(kept), 'violation')}")
         violations = []
         for result in kept:
             # the insurer's language first: a German insurer's refusal reads in German
@@ -651,7 +677,7 @@ class _Writer:
             target = str(step["bc:target"])
             body = step.get("bc:body")
             named = (
-                any(str(v) == local(target) for v in own.values())
+                any(str(v) == local(target) for v in arguments.values())
                 or (isinstance(body, Mapping) and target in body.values())
                 or step.get("bc:href") == target  # the call's own URL: the tool names it
             )
@@ -661,7 +687,7 @@ class _Writer:
                 text = str(step["bc:operation"])
                 if not named:
                     text += f" · {self.iri(step['bc:target'])}"
-                if expects:
+                if expects and not body:  # a ready body fills the shapes it is sent against
                     text += " · " + ", ".join(shapes.get(e, local(e)) for e in expects)
                 if own:
                     text += " · " + " ".join(f"{k}={v}" for k, v in own.items())
@@ -695,7 +721,7 @@ class _Writer:
     def _step_lines(self, texts: list[str]) -> None:
         """The next steps' lines; in an edit's answer, those the session's last answer of the
         case listed the same are named by their tools only ("as before: …")."""
-        case = (self.data.get("case") or {}).get("iri")
+        case = (self.data.get("case") or {}).get("iri") or self.inquired
         key = f"{case} next steps"
         digests = [_digest([t]) for t in texts]
         before = set(self.drafts_before.get(key, "").split(",")) if self.name_unchanged else set()
@@ -732,7 +758,6 @@ class _Writer:
         """Each shape with its fields; one seen before is only named, one a ready body fills is
         left out of the text (the step names it; ``structuredContent`` and readShape have it)."""
         out = []
-        before = []
         for shape in shapes:
             name = local(shape["@id"])
             target = shape.get("sh:targetClass", "")
@@ -740,7 +765,6 @@ class _Writer:
                 out.append({"iri": shape["@id"], "targetClass": target, "filledByBody": True})
                 continue
             if shape["@id"] in seen:
-                before.append(name)
                 out.append({"iri": shape["@id"], "targetClass": target, "shownBefore": True})
                 continue
             paths = {str(f.get("sh:path")) for f in many(shape.get("sh:property"))}
@@ -782,8 +806,7 @@ class _Writer:
                 else:
                     del self.lines[start:]
                     self.line(f"Shape {name}: as for {where}")
-        if before:
-            self.line(f"Shapes as shown before: {', '.join(before)}")
+        # one shown before is not even named: the next steps name the shapes they expect
         self.data["shapes"] = out
 
 
@@ -801,7 +824,7 @@ class _Plain:
             f"{k}={v[0]}" if len(v) == 1 else f"{k} one of {', '.join(str(x) for x in v)}"
             for k, v in self.arguments.items()
         )
-        return f"{', '.join(self.tools)} · {given}"
+        return f"{', '.join(self.tools)} · {given}" if given else ", ".join(self.tools)
 
 
 def _add_plain(lines: list[str | _Plain], tool: str, arguments: Mapping[str, Any]) -> None:
@@ -869,7 +892,15 @@ def _product_list(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     )
     if answer.get("@id"):
         w.abbreviate_below(str(answer["@id"]))
-    w.line(f"Products ({precision.line()}):")
+    # a window that holds every product says nothing of its size
+    w.line(f"Products ({precision.line()}):" if precision.more_to_find else "Products:")
+    # a product a next step's ready body names (createCalculation's) is written there only
+    in_bodies = {
+        str(value)
+        for step in many(answer.get("bc:nextStep"))
+        if isinstance(step, Mapping) and isinstance(step.get("bc:body"), Mapping)
+        for value in step["bc:body"].values()
+    }
     out = []
     for product in products:
         name = label(product.get("rdfs:label"), w.language)
@@ -882,7 +913,8 @@ def _product_list(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         named = "" if local(iri) == product_id else f" productId={product_id}"
         # its line of business, unless the name already begins with it
         kind = "" if name.startswith(line_of_business) else f" ({line_of_business})"
-        w.line(f"{name}{kind} {w.iri(iri)}{named}", 1)
+        where = "" if iri in in_bodies else f" {w.iri(iri)}"
+        w.line(f"{name}{kind}{where}{named}", 1)
         out.append(
             {
                 "iri": product.get("@id"),
@@ -980,7 +1012,8 @@ def _default_instance(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     w.by_property = True
     # only the steps' targets are abbreviated: the IRIs a body needs are written out
     if instance.get("p:instanceOf"):
-        w.abbreviate_below(str(instance["p:instanceOf"]))
+        w.inquired = str(instance["p:instanceOf"])
+        w.abbreviate_below(w.inquired)
     else:
         w.missing("p:instanceOf of the default instance")
     w.draft(instance, None)
@@ -1008,15 +1041,22 @@ def _shape(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
 
 def _tariff_result(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     w.by_property = True
+    instance = answer.get("p:instance")
+    product = (instance or {}).get("p:instanceOf")
+    if product:  # the product's default instance was shown with the same ~ and steps
+        w.inquired = str(product)
+        w.abbreviate_below(w.inquired)
     w.validation(answer.get("bc:validationReport"))
     w.premium(answer.get("bc:premium"))
     applying = label(answer.get("pk:applications"), w.language)
     if applying:  # where this premium leads: how (or whether) an application is made
         w.line(f"Applying: {applying}")
         w.data["applying"] = applying
-    instance = answer.get("p:instance")
     if instance:
+        start = len(w.lines)
         w.defaults(instance)
+        if product:
+            w._same_as_last(f"{product} defaults", start, DEFAULTS_AS_BEFORE)
         w.risk_objects(many(instance.get("p:hasRiskObject")))
     return set()
 
@@ -1186,6 +1226,7 @@ def condense(
     step_arguments: Mapping[str, Any] | None = None,
     shared: Shared | None = None,
     deprecated: Mapping[str, str] | None = None,
+    sent: Any = None,
 ) -> Condensed:
     """Condense one answer of the insurer, in the norm's canonical JSON-LD form.
 
@@ -1196,10 +1237,12 @@ def condense(
     ``step_arguments`` are taken by every next step besides its own (the broker endpoint's
     ``insurer``); ``shared`` is what the broker endpoint's session was shown at any insurer.
     ``deprecated`` names the norm's deprecated operations (with what to use instead): a call of
-    one and a next step to one say so.
+    one and a next step to one say so. ``sent`` is the body of the call answered: a risk object
+    stored with the fields it sent is said to be so, its values not repeated.
     """
     w = _Writer(language)
     w.shared, w.insurer, w.deprecated = shared, insurer, deprecated or {}
+    w.sent = _sent_risk_objects(sent)
     if drafts_seen is not None:
         w.drafts_before, w.name_unchanged = drafts_seen, True
     kind = str(answer.get("@type", ""))
@@ -1228,6 +1271,20 @@ def condense(
     w.settle_abbreviation()
     _provenance(w, provenance)
     return Condensed("\n".join(w.lines), w.data, w.drafts)
+
+
+def _sent_risk_objects(body: Any) -> list[dict[str, Any]]:
+    """The fields of each risk object a call's body sent: the body itself (createRiskObject,
+    updateRiskObject) or those of an inquiry's instance."""
+    if not isinstance(body, Mapping):
+        return []
+    instance = body.get("p:instance")
+    sent = [body, *many(instance.get("p:hasRiskObject") if isinstance(instance, Mapping) else None)]
+    return [
+        {k: v for k, v in node.items() if k not in ("@id", "@type", "@context", "bc:riskObjectId")}
+        for node in sent
+        if isinstance(node, Mapping)
+    ]
 
 
 def _instead(names: Iterable[str], deprecated: Mapping[str, str]) -> str:

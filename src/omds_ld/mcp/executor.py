@@ -734,6 +734,7 @@ class Executor:
             step_arguments=_step_arguments(),
             shared=_shared(),
             deprecated=self.deprecated,
+            sent=arguments.get("body"),
         )
         seen.update(s["@id"] for s in body.get("bc:shape", []) if "@id" in s)
         for iri, shown in condensed.drafts.items():  # the latest last

@@ -1133,9 +1133,11 @@ def _application(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     """An application: its state and the decision; the policyholder by name only, the IBAN by
     its last four characters (personal data only as far as the task needs)."""
     state = str(answer.get("bc:state", ""))
+    if answer.get("@id"):  # its documents and the steps' targets lie below it
+        w.abbreviate_below(str(answer["@id"]))
     w.line(
-        f"Application {answer.get('bc:applicationId')} <{answer.get('@id')}> for offer "
-        f"<{answer.get('bc:applicationFor')}>: {STATES.get(state, state)}"
+        f"Application {answer.get('bc:applicationId')} {w.iri(answer.get('@id'))} for offer "
+        f"{answer.get('bc:applicationFor')}: {STATES.get(state, state)}"
     )
     data: dict[str, Any] = {
         "iri": answer.get("@id"), "applicationId": answer.get("bc:applicationId"),
@@ -1168,7 +1170,9 @@ def _application(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         }
     documents = [d for d in many(answer.get("bc:document")) if isinstance(d, Mapping)]
     for document in documents:
-        w.line(f"Document: {label(document.get('rdfs:label'), w.language)} <{document.get('@id')}>")
+        w.line(
+            f"Document: {label(document.get('rdfs:label'), w.language)} {w.iri(document.get('@id'))}"
+        )
     if documents:
         data["documents"] = [
             {"iri": d.get("@id"), "label": label(d.get("rdfs:label"), w.language)}

@@ -47,6 +47,16 @@ async def new_case(client: Client) -> Any:
     return await follow(client, step(products, "createCalculation"))
 
 
+async def inquire_skoda(client: Client) -> tuple[Any, dict[str, Any], Any]:
+    """At an insurer without a draft: its default instance, the ready body with the Skoda, and
+    the inquiry's answer."""
+    products = await client.call_tool("listProducts", {})
+    instance = await follow(client, step(products, "readDefaultInstance"))
+    ready = answer_of(instance)["body"]
+    ready["p:instance"]["p:hasRiskObject"] = [SKODA]
+    return instance, ready, await follow(client, step(instance, "inquireTariff"), ready)
+
+
 def test_instructions_say_which_terms_are_short_and_which_iris_are_full(
     server: ExampleServer,
 ) -> None:
@@ -124,11 +134,7 @@ def test_the_values_still_at_the_insurers_default_are_listed(server: ExampleServ
 
 def test_an_inquiry_result_lists_the_values_at_their_default(server: ExampleServer) -> None:
     async def body(client: Client) -> None:
-        products = await client.call_tool("listProducts", {})
-        instance = await follow(client, step(products, "readDefaultInstance"))
-        ready = answer_of(instance)["body"]
-        ready["p:instance"]["p:hasRiskObject"] = [SKODA]
-        result = await follow(client, step(instance, "inquireTariff"), ready)
+        *_, result = await inquire_skoda(client)
         defaults = {d["label"]: d["value"] for d in answer_of(result)["defaults"]}
         assert defaults == {"Bonus-Malus-Stufe": 9, "Zulassungsbezirk": "W"}
         assert "Still at the insurer's default:" in result.content[0].text
@@ -144,11 +150,7 @@ def test_in_a_session_an_inquiry_names_what_its_default_instance_showed(
     inquiry changed is listed."""
 
     async def body(client: Client) -> None:
-        products = await client.call_tool("listProducts", {})
-        instance = await follow(client, step(products, "readDefaultInstance"))
-        ready = answer_of(instance)["body"]
-        ready["p:instance"]["p:hasRiskObject"] = [SKODA]
-        result = await follow(client, step(instance, "inquireTariff"), ready)
+        instance, ready, result = await inquire_skoda(client)
         text = result.content[0].text
         assert "Still at the insurer's default: as before" in text
         assert "as before: inquireTariff, readProduct" in text

@@ -1,5 +1,6 @@
 """Idle 2025-11-25 sessions let go of their SDK state and come back on their next request, as if
-nothing happened; a session with its GET stream open is never idle. Seen from outside: the
+nothing happened (a tool call is answered without it); a session with its GET stream open is
+never idle. Seen from outside: the
 sessions' answers, and /metrics (sessions open against sessions whose state is held)."""
 
 from __future__ import annotations
@@ -78,6 +79,16 @@ def test_idle_sessions_hibernate_and_come_back_unnoticed(sleepy: ExampleServer) 
             )  # fmt: skip
             assert called.status_code == 200, called.text
             assert "Kraftfahrt" in called.json()["result"]["content"][0]["text"]
+        # a tool call is answered beside the SDK: the sessions stay as light as they were
+        assert _gauge(sleepy, "omds_ld_mcp_sessions_live", "disrupto") == 0
+        # anything else the SDK answers, its state made again
+        for index, versioned in enumerate(sessions):
+            listed = client.post(
+                url, json={"jsonrpc": "2.0", "id": 50 + index, "method": "tools/list"},
+                headers=versioned,
+            )  # fmt: skip
+            assert listed.status_code == 200, listed.text
+            assert "listProducts" in {t["name"] for t in listed.json()["result"]["tools"]}
         assert _gauge(sleepy, "omds_ld_mcp_sessions_live", "disrupto") >= 12
         # a hibernated session is ended like any other; then it is unknown
         _wait_for(lambda: _gauge(sleepy, "omds_ld_mcp_sessions_live", "disrupto") == 0)

@@ -24,6 +24,7 @@ from omds_ld.mcp.condense import Shared, condense_problem
 from omds_ld.mcp.connector import (
     INSTRUCTIONS,
     Connector,
+    Context,
     NormServer,
     norm_meta,
     session_id,
@@ -62,7 +63,7 @@ class BrokerEndpoint:
             + f" Every tool takes `{INSURER}`, the name of the insurer to call; every answer's "
             "next steps give it.",
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
+            on_call_tool=self.call_tool_for,
             get_tool_input_schema=self._input_schema,
         )
         # what each session was shown at any of the insurers (the latest used last)
@@ -118,8 +119,12 @@ class BrokerEndpoint:
         name = rest.pop(INSURER, None)
         return (self.connectors.get(name) if isinstance(name, str) else None), rest
 
-    async def _call_tool(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    def binds(self, name: str, arguments: Mapping[str, Any] | None = None) -> bool:
+        connector, _ = self._pick(arguments)
+        return connector is not None and connector.binds(name)
+
+    async def call_tool_for(
+        self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         connector, rest = self._pick(params.arguments)
         if connector is None:

@@ -10,6 +10,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -20,6 +21,7 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.requests import Request
 
 from omds_ld import __version__
 from omds_ld.auth.resource import IDENTITY, TOKEN
@@ -67,6 +69,30 @@ INSTRUCTIONS = (
     "values still at the insurer's default: name them as your assumptions. An error names its "
     "problem type, says what was wrong and lists what is still admissible; nothing was changed."
 )
+
+
+@dataclass(frozen=True)
+class DirectSession:
+    """What a tool call answered beside the SDK (``SessionBinding``'s direct answers) knows of its
+    session: the protocol version it speaks. Such a call cannot ask the client anything."""
+
+    protocol_version: str
+    client_capabilities: types.ClientCapabilities | None = None
+    client_params: types.InitializeRequestParams | None = None
+    can_send_request: bool = False
+
+
+@dataclass(frozen=True)
+class DirectContext:
+    """A tool call's request as the SDK's context would give it, for a call answered beside it."""
+
+    request: Request
+    session: DirectSession
+    request_id: types.RequestId
+
+
+# the context of a request: the SDK's, or that of a call answered beside it
+Context = ServerRequestContext[Any] | DirectContext
 
 
 class NormServer(Server[Any]):
@@ -325,12 +351,12 @@ class Connector:
     def _describe(specs: dict[str, ToolSpec]) -> list[types.Tool]:
         return [tool_of(spec, spec.shown_schema) for spec in specs.values()]
 
-    def _remember(self, ctx: ServerRequestContext[Any]) -> None:
+    def _remember(self, ctx: Context) -> None:
         connection = _connection(ctx)
         if connection is not None:
             self._connections.add(connection)
 
-    def _caller(self, ctx: ServerRequestContext[Any]) -> Caller:
+    def _caller(self, ctx: Context) -> Caller:
         """The broker a request's checked token speaks for, and how to call the insurer as them:
         by exchanging that token, never by passing it on."""
         state = getattr(getattr(ctx, "request", None), "scope", {}).get("state") or {}
@@ -371,8 +397,13 @@ class Connector:
         self.learn_in_background()
         return self.tool_list(strict=self.strict_schemas or wants_strict(ctx))
 
+    def binds(self, name: str, arguments: Mapping[str, Any] | None = None) -> bool:
+        """Whether calling this tool binds a customer (the person using the client confirms)."""
+        spec = self.specs.get(name)
+        return spec is not None and self.executor.gate.binds(spec)
+
     async def call_tool_for(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         """One tool call of a request, as its session and caller make it."""
         caller = CALLER.set(self._caller(ctx))
@@ -382,7 +413,7 @@ class Connector:
             CALLER.reset(caller)
 
     async def _call(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember(ctx)
         session = session_id(ctx) or self._stdio_session(ctx)
@@ -564,7 +595,7 @@ class Connector:
             raise MCPError(code, getattr(result.content[0], "text", "refused"))
         return answer_of(result)
 
-    def _stdio_session(self, ctx: ServerRequestContext[Any]) -> str | None:
+    def _stdio_session(self, ctx: Context) -> str | None:
         """Without HTTP, the connection is the session (stdio serves one client)."""
         if getattr(ctx, "request", None) is not None:
             return None  # HTTP without a session id: the sessionless era, nothing to remember
@@ -619,7 +650,7 @@ def tool_of(spec: ToolSpec, input_schema: Mapping[str, Any]) -> types.Tool:
     )
 
 
-def _client(ctx: ServerRequestContext[Any]) -> str:
+def _client(ctx: Context) -> str:
     """Who calls, for the rate limit: the broker, or else the HTTP client's address, or the one
     stdio client."""
     subject = CALLER.get().subject
@@ -629,7 +660,7 @@ def _client(ctx: ServerRequestContext[Any]) -> str:
     return str(getattr(client, "host", None) or "stdio")
 
 
-def _person(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Person | None:
+def _person(ctx: Context, params: types.CallToolRequestParams) -> Person | None:
     """How the person using the client can be asked: a form on the session (2025-11-25), an
     input_required round trip (2026-07-28), or not at all (the client declared no elicitation
     in form mode)."""
@@ -647,7 +678,7 @@ def _person(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams)
     return FormElicitation(session, ctx.request_id)
 
 
-def _who(ctx: ServerRequestContext[Any]) -> str:
+def _who(ctx: Context) -> str:
     """Who confirms, as far as the MCP server knows: the broker the token names, and the
     client they use."""
     broker = CALLER.get().subject
@@ -657,7 +688,7 @@ def _who(ctx: ServerRequestContext[Any]) -> str:
     return f"{person} for broker {broker}" if broker else person
 
 
-def _connection(ctx: ServerRequestContext[Any]) -> Connection | None:
+def _connection(ctx: Context) -> Connection | None:
     """The client's connection behind a request (the SDK keeps it on the per-request session;
     it has no public accessor on the low-level context yet)."""
     connection = getattr(getattr(ctx, "session", None), "_connection", None)
@@ -679,7 +710,7 @@ def _background(work: Coroutine[Any, Any, None], what: str) -> asyncio.Task[None
     return task
 
 
-def session_id(ctx: ServerRequestContext[Any]) -> str | None:
+def session_id(ctx: Context) -> str | None:
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
     if headers is not None:

@@ -14,8 +14,16 @@ from typing import Any, Protocol
 import httpx
 import mcp_types as types
 from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import INTERNAL_ERROR
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from opentelemetry import trace
+from opentelemetry.context import attach, detach
+from opentelemetry.propagate import extract
+from opentelemetry.trace import ProxyTracerProvider
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -33,7 +41,7 @@ from omds_ld.mcp.broker import BrokerEndpoint
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.confirm import Confirmations
 from omds_ld.mcp.confirmation_page import CONFIRMATION_PATH, confirmation_routes
-from omds_ld.mcp.connector import Connector, NormServer
+from omds_ld.mcp.connector import Connector, Context, DirectContext, DirectSession, NormServer
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable, make_state, state_in_use
@@ -212,6 +220,7 @@ class _Exchange:
     session: str | None = None
     initialize: str = ""  # what the session's client said in its initialize, kept with it
     opening: dict[str, Any] = field(default_factory=dict)  # a new session's initialize
+    message: Any = None  # a POST's JSON-RPC message, as parsed
 
     @property
     def subject(self) -> str:
@@ -227,6 +236,12 @@ class Endpoint(Protocol):
 
     async def refuse_hostile(
         self, name: str, arguments: dict[str, Any], session: str | None, caller: str
+    ) -> types.CallToolResult | types.InputRequiredResult: ...
+
+    def binds(self, name: str, arguments: Mapping[str, Any] | None = None) -> bool: ...
+
+    async def call_tool_for(
+        self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult: ...
 
 
@@ -301,6 +316,9 @@ class SessionBinding:
                     return
                 if await self._read_body(exchange):
                     return
+                if await self._answer_directly(exchange):
+                    return
+                await self._revive(exchange)
                 await self.app(scope, exchange.receive, send)
             finally:
                 self._release(exchange.session)
@@ -388,27 +406,25 @@ class SessionBinding:
                 return True
             return False
         self.open[session] = (self.open.get(session, (exchange.client, 0.0))[0], time.monotonic())
-        if not live and self.manager is not None:
-            version = exchange.request.headers.get("mcp-protocol-version") or ""
-            initialize = exchange.initialize
-            opening = json.loads(initialize) if initialize else None
-            await hibernation.revive(
-                self.manager, session, version or _negotiated(initialize), opening
-            )
-            self._stream_to_ask(session, opening or {})
         return False
+
+    async def _revive(self, exchange: _Exchange) -> None:
+        """A hibernated session's SDK state made again, for a request the SDK answers."""
+        session = exchange.session
+        if session is None or self.manager is None or hibernation.is_live(self.manager, session):
+            return
+        version = exchange.request.headers.get("mcp-protocol-version") or ""
+        initialize = exchange.initialize
+        opening = json.loads(initialize) if initialize else None
+        await hibernation.revive(self.manager, session, version or _negotiated(initialize), opening)
+        self._stream_to_ask(session, opening or {})
 
     def _stream_to_ask(self, session: str, opening: Mapping[str, Any]) -> None:
         """A session whose client can be asked (elicitation, form mode) is answered as a stream
         (SSE) from its next request on, so that a binding call can ask the person within it;
         every other session keeps answers in plain JSON."""
-        capabilities = opening.get("capabilities") if isinstance(opening, Mapping) else None
-        elicitation = capabilities.get("elicitation") if isinstance(capabilities, Mapping) else None
-        if not isinstance(elicitation, Mapping):
-            return
-        if "url" in elicitation and "form" not in elicitation:
-            return  # URL mode only: the person confirms on the confirmation page
-        hibernation.stream_answers(self.manager, session)
+        if _asks_in_stream(opening):
+            hibernation.stream_answers(self.manager, session)
 
     # the body
 
@@ -436,8 +452,64 @@ class SessionBinding:
             raise _Refused(refusal.status, refusal.message, refusal.headers, reason=refusal.reason)
         if await self._answer_hostile(body, message, exchange):
             return True
+        exchange.message = message
         exchange.receive = _replaying(body, exchange.receive)
         return False
+
+    # a tool call answered beside the SDK
+
+    async def _answer_directly(self, exchange: _Exchange) -> bool:
+        """A session's tools/call answered here, without the SDK's session machinery in between
+        (its streams, tasks and middleware cost more than the call's own work): the same
+        connector call, its result shaped for the wire by the SDK's serializer for the session's
+        protocol version. Only where nothing but the answer can pass: a 2025 session answered
+        in JSON (its client cannot be asked within a call), a tool that binds no customer, no
+        OpenTelemetry tracing set up (the SDK's spans stay whole). True if answered here."""
+        call = _direct_call(exchange)
+        if call is None or self.connector is None:
+            return False
+        request_id, params, version = call
+        if self.connector.binds(params.name, params.arguments):
+            return False
+        context = DirectContext(exchange.request, DirectSession(version), request_id)
+        # the caller's W3C trace context (in the request's _meta) is the call's, as the SDK's
+        # middleware makes it
+        carried = extract(params.meta) if params.meta else None
+        traced = carried is not None and trace.get_current_span(carried).get_span_context().is_valid
+        token = attach(carried) if carried is not None and traced else None
+        try:
+            result = await self.connector.call_tool_for(context, params)
+            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            answer: dict[str, Any] = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": serialize_server_result("tools/call", version, dumped),
+            }
+        except Exception:
+            log.exception("%s: a tool call answered directly failed", self.name)
+            answer = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": INTERNAL_ERROR, "message": "Internal error"},
+            }
+        finally:
+            if token is not None:
+                detach(token)
+        encoded = json.dumps(answer).encode()  # ASCII: nothing the caller sent can break it
+        assert exchange.session is not None
+        await exchange.send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(encoded)).encode()),
+                    (SESSION_HEADER.encode(), exchange.session.encode()),
+                ],
+            }
+        )
+        await exchange.send({"type": "http.response.body", "body": encoded})
+        return True
 
     # a new session
 
@@ -571,6 +643,46 @@ class SessionBinding:
 
 
 _TOO_DEEP = object()  # a message nested deeper than JSON can be read
+
+
+def _asks_in_stream(opening: Any) -> bool:
+    """Whether a session's client can be asked within a call (elicitation in form mode), so
+    that its answers come as a stream (SSE)."""
+    capabilities = opening.get("capabilities") if isinstance(opening, Mapping) else None
+    elicitation = capabilities.get("elicitation") if isinstance(capabilities, Mapping) else None
+    if not isinstance(elicitation, Mapping):
+        return False
+    return "form" in elicitation or "url" not in elicitation  # URL mode only: the page asks
+
+
+def _direct_call(
+    exchange: _Exchange,
+) -> tuple[types.RequestId, types.CallToolRequestParams, str] | None:
+    """A request's tools/call, its id and protocol version, if it may be answered beside the
+    SDK (``SessionBinding._answer_directly``); None for anything the SDK answers."""
+    message, request = exchange.message, exchange.request
+    if exchange.session is None or not isinstance(message, dict):
+        return None
+    if message.get("jsonrpc") != "2.0" or message.get("method") != "tools/call":
+        return None
+    request_id = message.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        return None
+    version = request.headers.get("mcp-protocol-version")
+    if version not in HANDSHAKE_PROTOCOL_VERSIONS or version != _negotiated(exchange.initialize):
+        return None
+    has_json, _ = check_accept_headers(request)
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not has_json or content_type != "application/json":
+        return None
+    try:
+        opening = json.loads(exchange.initialize) if exchange.initialize else {}
+        params = types.CallToolRequestParams.model_validate(message.get("params"), by_name=False)
+    except ValueError:  # pydantic's ValidationError is one: the SDK says what is wrong
+        return None
+    if _asks_in_stream(opening) or not isinstance(trace.get_tracer_provider(), ProxyTracerProvider):
+        return None
+    return request_id, params, version
 
 
 def _message(body: bytes) -> Any:

@@ -488,7 +488,7 @@ def main() -> None:
         "--insurers",
         type=int,
         default=10,
-        help="insurers of the comparison (benchmarks/comparison.py)",
+        help="insurers of the comparison (benchmarks/comparison.py); 0: none",
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -521,9 +521,10 @@ def main() -> None:
             standalone.stop()
             server.stop()
 
-    from comparison import compare
+    if args.insurers > 0:  # 0: without the comparison
+        from comparison import compare
 
-    compare(args.insurers)
+        compare(args.insurers)
 
 
 if __name__ == "__main__":

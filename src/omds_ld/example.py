@@ -282,10 +282,12 @@ class ExampleApp:
         )
 
     def routes(self) -> list[BaseRoute]:
+        # the MCP endpoints first: their paths are no interface's, and each request to them
+        # would otherwise be matched against every interface's routes before
         return [
+            *self.hosting.routes(),
             *self.interfaces.routes(),
             *self.authorization.routes,
-            *self.hosting.routes(),
             *self.chat.routes(),
             Route("/metrics", metrics.endpoint),
         ]

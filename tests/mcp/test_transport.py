@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.server
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -101,3 +103,85 @@ def test_http_answer_beyond_the_limit_is_refused(flooding_server: str) -> None:
 
     with pytest.raises(InsurerUnavailable, match="too large"):
         asyncio.run(run())
+
+
+class _Echo(http.server.BaseHTTPRequestHandler):
+    """Over the network: what it was asked; /slow answers late, /moved redirects."""
+
+    def do_POST(self) -> None:
+        if self.path == "/slow":
+            time.sleep(2)
+        if self.path == "/moved":
+            self.send_response(302)
+            self.send_header("Location", "/elsewhere")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        text = (
+            f"{self.command} {self.path} host={self.headers['Host']} "
+            f"length={self.headers.get('Content-Length')} "
+            f"key={self.headers.get('Idempotency-Key')} body={body.decode()}"
+        ).encode()
+        self.send_response(201)
+        self.send_header("ETag", '"v1"')
+        self.send_header("Link", "<a>")
+        self.send_header("Link", "<b>")
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        self.wfile.write(text)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def echo_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+async def _over_http(
+    url: str, timeout: float = 5, path: str = "/api/calculations?offset=2"
+) -> RawAnswer:
+    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
+        return await HttpTransport(client).request(
+            "POST", f"http://{url}{path}", {"Idempotency-Key": "k-1"}, b'{"a":1}'
+        )
+
+
+def test_http_call_carries_the_same_request_as_the_in_process_one(echo_server: str) -> None:
+    answer = asyncio.run(_over_http(echo_server))
+    assert answer.status == 201
+    assert (
+        answer.content
+        == (
+            f'POST /api/calculations?offset=2 host={echo_server} length=7 key=k-1 body={{"a":1}}'
+        ).encode()
+    )
+    assert answer.headers["etag"] == '"v1"'
+    assert answer.headers["link"] == "<a>, <b>"  # a repeated header joined
+
+
+def test_http_redirect_is_answered_not_followed(echo_server: str) -> None:
+    answer = asyncio.run(_over_http(echo_server, path="/moved"))
+    assert answer.status == 302 and answer.headers["location"] == "/elsewhere"
+
+
+def test_http_call_that_takes_too_long_is_a_timeout(echo_server: str) -> None:
+    with pytest.raises(InsurerUnavailable) as failure:
+        asyncio.run(_over_http(echo_server, timeout=0.3, path="/slow"))
+    assert failure.value.kind == "timeout"
+
+
+def test_http_interface_not_listening_is_unreachable() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(InsurerUnavailable) as failure:
+        asyncio.run(_over_http(f"127.0.0.1:{port}"))
+    assert failure.value.kind == "unreachable"

@@ -27,7 +27,7 @@ from tests.insurer.test_bad_input import PRODUCT
 from tests.insurer.test_flows import SKODA
 from tests.servers import ExampleServer, McpServer, free_port
 
-ROUNDS = 30
+ROUNDS = 15
 REPLICA_ROUNDS = 12
 # a run proves something only if enough kills landed mid-write: rounds go on (up to the most)
 # until they did, and the test fails if they never do

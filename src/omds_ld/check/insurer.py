@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from omds_ld import yamlfile
 from omds_ld.check.facts import risk_object
 from omds_ld.mcp.condense import ANSWER_TYPES, condense, many
 from omds_ld.norm import Norm, Operation
@@ -543,9 +544,8 @@ def _detail(answer: Answer) -> str:
 
 def load_facts(text: str) -> dict[str, dict[str, Any]]:
     """A facts file (YAML or JSON): risk-object class → field → value."""
-    import yaml
 
-    raw = yaml.safe_load(text) or {}
+    raw = yamlfile.load(text) or {}
     return {expand_curie(str(k)): dict(v) for k, v in raw.items()}
 
 

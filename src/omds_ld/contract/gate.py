@@ -28,8 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from omds_ld import yamlfile
 from omds_ld.contract import conformance
 from omds_ld.contract.sources import CURRENT, contract_of_file, last_release, norm_file
 from omds_ld.contract.tools import ContractDiff, diff, report_text, shown_text
@@ -102,7 +101,7 @@ def load_budgets(path: Path | None) -> dict[str, Any]:
             text = path.read_text("utf-8")
         except OSError as error:
             raise ConfigError(f"--budgets {path}: {error.strerror}") from None
-    budgets = yaml.safe_load(text)
+    budgets = yamlfile.load(text)
     if not isinstance(budgets, dict):
         raise ConfigError("the budgets file must be a mapping (tools, answers)")
     return budgets

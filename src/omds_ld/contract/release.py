@@ -6,8 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import yaml
-
+from omds_ld import yamlfile
 from omds_ld.contract.sources import releases_folder
 from omds_ld.settings import ConfigError
 
@@ -26,7 +25,7 @@ def release(data: Path | None = None, force: bool = False, into: Path | None = N
     folder); refuses to replace a kept release (a release is never changed afterwards) unless
     ``force``."""
     source = data or releases_folder().parent / "data"
-    document = yaml.safe_load((source / "openapi.yaml").read_text("utf-8"))
+    document = yamlfile.load((source / "openapi.yaml").read_text("utf-8"))
     version = str(document.get("info", {}).get("version") or "")
     if not version:
         raise ConfigError(f"{source / 'openapi.yaml'} has no info.version")

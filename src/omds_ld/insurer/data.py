@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from rdflib import RDFS, Graph, URIRef
 
+from omds_ld import yamlfile
 from omds_ld.insurer.applications import ApplicationRules
 from omds_ld.insurer.applications import parse_rules as parse_application_rules
 from omds_ld.insurer.checks import Finding, InsurerDataError, check_product, product_facts
@@ -238,7 +239,7 @@ def _format(name: str) -> SchemaValidator:
 def _read(path: Path, schema: str, findings: list[Finding]) -> Any:
     """A YAML file of an insurer, checked against its format; None (and findings) if it fails."""
     try:
-        raw = yaml.safe_load(path.read_text("utf-8"))
+        raw = yamlfile.load(path.read_text("utf-8"))
     except OSError as error:
         findings.append(Finding(str(path), "/", f"cannot be read: {error.strerror}"))
         return None

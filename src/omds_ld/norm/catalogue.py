@@ -12,10 +12,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from rdflib import RDFS, Graph
 from rdflib import Literal as RdfLiteral
 
+from omds_ld import yamlfile
 from omds_ld.norm.jsonld import expand_curie
 from omds_ld.norm.problems import ProblemType, load_problem_types
 from omds_ld.norm.schemas import SchemaValidator, Violation
@@ -303,5 +303,5 @@ def _data_text(name: str) -> str:
 def load_norm(openapi_path: Path | None = None) -> Norm:
     """Load the norm from package data, or from another version of the OpenAPI file."""
     text = _data_text("openapi.yaml") if openapi_path is None else openapi_path.read_text("utf-8")
-    document = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    document = json.loads(text) if text.lstrip().startswith("{") else yamlfile.load(text)
     return Norm(document, openapi_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
-import yaml
+from omds_ld import yamlfile
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class ProblemType:
 def load_problem_types() -> dict[str, ProblemType]:
     """Every problem type of the norm, by slug."""
     text = resources.files("omds_ld.norm").joinpath("data/problems.yaml").read_text("utf-8")
-    raw = yaml.safe_load(text)
+    raw = yamlfile.load(text)
     base: str = raw["base"]
     return {
         slug: ProblemType(

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema_rs
-from jsonschema import Draft202012Validator
 
 
 @dataclass(frozen=True)
@@ -33,10 +32,13 @@ def pointer(path: Sequence[str | int]) -> str:
 
 
 class SchemaValidator:
-    """A Draft 2020-12 schema, checked and compiled once."""
+    """A Draft 2020-12 schema, checked against its meta-schema and compiled once."""
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
-        Draft202012Validator.check_schema(schema)
+        try:
+            jsonschema_rs.meta.validate(dict(schema))
+        except jsonschema_rs.ValidationError as error:
+            raise ValueError(f"not a Draft 2020-12 schema: {error}") from None
         self.schema = schema
         self._compiled = jsonschema_rs.Draft202012Validator(dict(schema))
 

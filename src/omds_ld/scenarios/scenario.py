@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
+from omds_ld import yamlfile
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
 
 
 def load_scenario(path: Path) -> Scenario:
-    return parse_scenario(yaml.safe_load(path.read_text("utf-8")), path)
+    return parse_scenario(yamlfile.load(path.read_text("utf-8")), path)
 
 
 def builtin_scenarios() -> list[Path]:

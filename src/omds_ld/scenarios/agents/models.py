@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from omds_ld import yamlfile
 from omds_ld.scenarios.scenario import Scenario
 from omds_ld.scenarios.session import AgentGaveUp, RunSession, result_text
 
@@ -46,7 +45,7 @@ class Price:
 
 def prices() -> tuple[str, dict[str, Price]]:
     """The dated price table shipped with the package."""
-    raw = yaml.safe_load(
+    raw = yamlfile.load(
         resources.files("omds_ld.scenarios").joinpath("prices.yaml").read_text("utf-8")
     )
     return str(raw["date"]), {name: Price(**p) for name, p in raw["models"].items()}

@@ -1,9 +1,11 @@
-"""A 2025-11-25 session answered in JSON gets its tool calls answered beside the SDK's session
-machinery (``SessionBinding._answer_directly``): what it is answered is what the SDK answers.
+"""A tool call whose client cannot be asked within it is answered beside the SDK's session
+machinery (``SessionBinding._answer_directly``): what it is answered is what the SDK answers, in
+both protocol eras.
 
-The reference is a session whose client declares elicitation in form mode: its answers come as
-a stream (SSE), always from the SDK. Both sessions make the same calls, in the same order, on the
-same server; their results must be the same but for the moment each was made.
+The reference is a client that declares elicitation in form mode (its 2025 session's answers
+come as a stream, SSE): the SDK answers all of its calls (tests/mcp/test_endpoint_steps.py shows
+which calls reach the SDK). Both make the same calls, in the same order, on the same server;
+their results must be the same but for the moment each was made.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.insurer.test_flows import SKODA
 from tests.mcp.test_errors import PRODUCT
@@ -60,6 +63,34 @@ class Session:
         return self.send("tools/call", {"name": name, "arguments": arguments})
 
 
+class Sessionless:
+    """2026-07-28 over plain HTTP: each call a request of its own, with its envelope."""
+
+    def __init__(self, http: httpx.Client, url: str, capabilities: dict[str, Any]) -> None:
+        self.http, self.url, self.next_id = http, url, 1
+        self.envelope = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": "a test client", "version": "1"},
+        }
+        self.media: list[str] = []
+
+    def send(self, method: str, params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        name = params.get("name") if isinstance(params, dict) else None
+        body = {"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                "params": {**params, "_meta": self.envelope}}  # fmt: skip
+        headers = {**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method,
+                   "Mcp-Name": str(name)}  # fmt: skip
+        answer = self.http.post(self.url, headers=headers, json=body)
+        assert answer.status_code in (200, 400), answer.text
+        self.media.append(answer.headers["content-type"].split(";")[0])
+        return dict(answer.json())
+
+    def call(self, name: str, arguments: Any) -> dict[str, Any]:
+        return self.send("tools/call", {"name": name, "arguments": arguments})
+
+
 def _steady(value: Any) -> Any:
     """An answer without what differs by the moment it was made (an age, a duration)."""
     if isinstance(value, dict):
@@ -76,13 +107,15 @@ def _case_free(answer: dict[str, Any], case: str, placeholder: str) -> dict[str,
     return dict(json.loads(json.dumps(answer).replace(case, placeholder)))
 
 
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
 def test_a_tool_call_answered_beside_the_sdk_is_answered_as_the_sdk_answers_it(
-    server: ExampleServer,
+    era: str, server: ExampleServer
 ) -> None:
     url = server.mcp("pfefferminzia")
+    kind = Session if era == "2025-11-25" else Sessionless
     with httpx.Client(timeout=30) as http:
-        plain = Session(http, url, {})
-        asking = Session(http, url, {"elicitation": {"form": {}}})
+        plain = kind(http, url, {})
+        asking = kind(http, url, {"elicitation": {"form": {}}})
         answers: dict[str, list[dict[str, Any]]] = {"plain": [], "asking": []}
         warm = Session(http, url, {})  # the reads come from the MCP server's cache for both
         warm.call("listProducts", {}), warm.call("readProduct", {"productId": "kraftfahrt-2025"})
@@ -105,7 +138,8 @@ def test_a_tool_call_answered_beside_the_sdk_is_answered_as_the_sdk_answers_it(
                 kept.append(_case_free(answer, case, "CASE"))
             # params that are no tools/call at all: the SDK's JSON-RPC error, in both
             kept.append(session.send("tools/call", {"name": "listProducts", "arguments": 5}))
-    assert set(asking.media) == {"text/event-stream"}  # the reference came from the SDK
+    if era == "2025-11-25":
+        assert set(asking.media) == {"text/event-stream"}  # the reference came from the SDK
     assert set(plain.media) == {"application/json"}
     for mine, reference in zip(answers["plain"], answers["asking"], strict=True):
         mine.pop("id"), reference.pop("id")

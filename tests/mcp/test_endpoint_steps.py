@@ -59,11 +59,12 @@ def _close(client: TestClient, session: str) -> None:
     client.delete(URL, headers=_in(session))
 
 
-def _sessionless(client: TestClient, tool: str, arguments: Any) -> Any:
+def _sessionless(client: TestClient, tool: str, arguments: Any, capabilities: Any = None) -> Any:
+    meta = {**META, "io.modelcontextprotocol/clientCapabilities": capabilities or {}}
     return client.post(
         URL,
         content=json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                            "params": {"name": tool, "arguments": arguments, "_meta": META}}),
+                            "params": {"name": tool, "arguments": arguments, "_meta": meta}}),
         headers={**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
                  "Mcp-Name": tool},
     )  # fmt: skip
@@ -158,3 +159,63 @@ def test_a_new_session_is_bound_to_its_connector_and_caller(example: Any) -> Non
     assert connector == "pfefferminzia" and subject == ""
     assert json.loads(initialize)["clientInfo"]["name"] == "steps"
     _close(client, session)
+
+
+def test_a_plain_tool_call_is_answered_beside_the_sdk_anything_else_by_it(example: Any) -> None:
+    """Step 4: a tools/call whose client cannot be asked within it, of a tool that binds no
+    customer, never reaches the SDK's app (and a hibernated session is not made again for it);
+    a binding tool, a client that can be asked, another method or malformed params do."""
+    app, client = example
+    binding = app.hosting.bindings["pfefferminzia"]
+    sdk = binding.app
+    reached: list[str] = []
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+        await sdk(scope, receive, send)
+
+    plain = _open(client)
+    for session in list(binding.open):  # idle: hibernated, they leave room for one more live
+        binding.open[session] = (binding.open[session][0], 0.0)
+    client.portal.call(binding.hibernate_idle)  # type: ignore[union-attr]
+    asking = _open_asking(client)
+
+    def call(session: str | None, tool: str, arguments: Any = None, **extra: Any) -> Any:
+        if session is None:
+            return _sessionless(client, tool, arguments or {}, **extra).json()
+        message = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                   "params": {"name": tool, "arguments": arguments or {}}}  # fmt: skip
+        answer = client.post(URL, content=json.dumps(message), headers=_in(session))
+        if answer.headers["content-type"].startswith("text/event-stream"):  # a stream
+            return json.loads(answer.text.split("data: ")[-1])
+        return answer.json()
+
+    binding.app = recording
+    try:
+        beside = [call(plain, "listProducts"), call(None, "listProducts")]
+        beside.append(call(plain, "readProduct", {"productId": "kraftfahrt-2025"}))
+        assert reached == [], "a plain tool call reached the SDK"
+        assert plain not in app.hosting.managers["pfefferminzia"]._server_instances
+        assert all("Kraftfahrt" in a["result"]["content"][0]["text"] for a in beside[:2])
+        assert beside[1]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
+        by_sdk = [
+            call(plain, "createApplication", {"offerId": "o-1", "body": {}}),  # binds
+            call(asking, "listProducts"),  # its client can be asked
+            call(None, "listProducts", capabilities={"elicitation": {"form": {}}}),
+            call(plain, "listProducts", 5),  # params the SDK refuses
+        ]
+        assert len(reached) == 4
+        assert by_sdk[0]["result"]["isError"] and "Kraftfahrt" in str(by_sdk[2]["result"])
+        assert by_sdk[3]["error"]["code"] == -32602
+    finally:
+        binding.app = sdk
+        _close(client, plain), _close(client, asking)
+
+
+def _open_asking(client: TestClient) -> str:
+    """A 2025 session whose client declares elicitation (form mode): it can be asked."""
+    opening = json.loads(json.dumps(INITIALIZE))
+    opening["params"]["capabilities"] = {"elicitation": {"form": {}}}
+    opened = client.post(URL, json=opening, headers=HEADERS)
+    assert opened.status_code == 200, opened.text
+    return str(opened.headers["mcp-session-id"])

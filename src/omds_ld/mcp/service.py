@@ -17,9 +17,10 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import INTERNAL_ERROR
-from mcp_types.methods import serialize_server_result
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp.shared.inbound import InboundModernRoute, classify_inbound_request
+from mcp_types import INTERNAL_ERROR, SERVER_INFO_META_KEY
+from mcp_types.methods import serialize_server_result, validate_client_request
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from opentelemetry.context import attach, detach
 from opentelemetry.propagate import extract
@@ -306,7 +307,7 @@ class SessionBinding:
             await self._admit(exchange)
             exchange.session = exchange.request.headers.get(SESSION_HEADER) or None
             if exchange.session is None:
-                if await self._read_body(exchange):
+                if await self._read_body(exchange) or await self._answer_directly(exchange):
                     return
                 await self.app(scope, exchange.receive, self._binding(exchange))
                 return
@@ -459,12 +460,14 @@ class SessionBinding:
     # a tool call answered beside the SDK
 
     async def _answer_directly(self, exchange: _Exchange) -> bool:
-        """A session's tools/call answered here, without the SDK's session machinery in between
-        (its streams, tasks and middleware cost more than the call's own work): the same
-        connector call, its result shaped for the wire by the SDK's serializer for the session's
-        protocol version. Only where nothing but the answer can pass: a 2025 session answered
-        in JSON (its client cannot be asked within a call), a tool that binds no customer, no
-        OpenTelemetry tracing set up (the SDK's spans stay whole). True if answered here."""
+        """A tools/call answered here, without the SDK's session machinery in between (its
+        streams, tasks and middleware cost more than the call's own work): the same connector
+        call, its result shaped for the wire by the SDK's serializer for the protocol version
+        (and stamped with the server's info in the 2026-07-28 era, as the SDK does). Only where
+        nothing but the answer can pass: a client that cannot be asked within a call (a 2025
+        session answered in JSON, a 2026-07-28 envelope without elicitation in form mode), a
+        tool that binds no customer, no OpenTelemetry tracing set up (the SDK's spans stay
+        whole). True if answered here."""
         call = _direct_call(exchange)
         if call is None or self.connector is None:
             return False
@@ -480,11 +483,13 @@ class SessionBinding:
         try:
             result = await self.connector.call_tool_for(context, params)
             dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            answer: dict[str, Any] = {
-                "jsonrpc": "2.0",
-                "id": request_id,
-                "result": serialize_server_result("tools/call", version, dumped),
-            }
+            shaped = serialize_server_result("tools/call", version, dumped)
+            if version in MODERN_PROTOCOL_VERSIONS:  # the server's stamp, as the SDK's runner
+                shaped["_meta"] = {
+                    **(shaped.get("_meta") or {}),
+                    SERVER_INFO_META_KEY: self.connector.server.server_info_stamp,
+                }
+            answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": shaped}
         except Exception:
             log.exception("%s: a tool call answered directly failed", self.name)
             answer = {
@@ -496,18 +501,13 @@ class SessionBinding:
             if token is not None:
                 detach(token)
         encoded = json.dumps(answer).encode()  # ASCII: nothing the caller sent can break it
-        assert exchange.session is not None
-        await exchange.send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(encoded)).encode()),
-                    (SESSION_HEADER.encode(), exchange.session.encode()),
-                ],
-            }
-        )
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(encoded)).encode()),
+        ]
+        if exchange.session is not None:
+            headers.append((SESSION_HEADER.encode(), exchange.session.encode()))
+        await exchange.send({"type": "http.response.start", "status": 200, "headers": headers})
         await exchange.send({"type": "http.response.body", "body": encoded})
         return True
 
@@ -648,7 +648,12 @@ _TOO_DEEP = object()  # a message nested deeper than JSON can be read
 def _asks_in_stream(opening: Any) -> bool:
     """Whether a session's client can be asked within a call (elicitation in form mode), so
     that its answers come as a stream (SSE)."""
-    capabilities = opening.get("capabilities") if isinstance(opening, Mapping) else None
+    return _can_ask(opening.get("capabilities") if isinstance(opening, Mapping) else None)
+
+
+def _can_ask(capabilities: Any) -> bool:
+    """Whether client capabilities declare elicitation in form mode (an empty elicitation
+    capability is form mode)."""
     elicitation = capabilities.get("elicitation") if isinstance(capabilities, Mapping) else None
     if not isinstance(elicitation, Mapping):
         return False
@@ -661,26 +666,43 @@ def _direct_call(
     """A request's tools/call, its id and protocol version, if it may be answered beside the
     SDK (``SessionBinding._answer_directly``); None for anything the SDK answers."""
     message, request = exchange.message, exchange.request
-    if exchange.session is None or not isinstance(message, dict):
-        return None
-    if message.get("jsonrpc") != "2.0" or message.get("method") != "tools/call":
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
     request_id = message.get("id")
-    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
-        return None
-    version = request.headers.get("mcp-protocol-version")
-    if version not in HANDSHAKE_PROTOCOL_VERSIONS or version != _negotiated(exchange.initialize):
+    if message.get("method") != "tools/call" or isinstance(request_id, bool):
         return None
     has_json, _ = check_accept_headers(request)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if not has_json or content_type != "application/json":
+    if not isinstance(request_id, (int, str)) or not has_json or content_type != "application/json":
+        return None
+    if not isinstance(trace.get_tracer_provider(), ProxyTracerProvider):
+        return None
+    version = request.headers.get("mcp-protocol-version") or ""
+    if exchange.session is not None:  # 2025: the session's version, its client as it opened
+        if version not in HANDSHAKE_PROTOCOL_VERSIONS or version != _negotiated(
+            exchange.initialize
+        ):
+            return None
+        try:
+            opening = json.loads(exchange.initialize) if exchange.initialize else {}
+        except ValueError:
+            return None
+        capabilities = opening.get("capabilities") if isinstance(opening, Mapping) else None
+    else:  # 2026-07-28: the envelope each request carries, checked as the SDK checks it
+        if version not in MODERN_PROTOCOL_VERSIONS or any(
+            name.startswith("mcp-param-") for name in request.headers
+        ):
+            return None
+        route = classify_inbound_request(message, headers=request.headers)
+        if not isinstance(route, InboundModernRoute):
+            return None
+        capabilities = route.client_capabilities
+    if _can_ask(capabilities):
         return None
     try:
-        opening = json.loads(exchange.initialize) if exchange.initialize else {}
+        validate_client_request("tools/call", version, message.get("params"))
         params = types.CallToolRequestParams.model_validate(message.get("params"), by_name=False)
-    except ValueError:  # pydantic's ValidationError is one: the SDK says what is wrong
-        return None
-    if _asks_in_stream(opening) or not isinstance(trace.get_tracer_provider(), ProxyTracerProvider):
+    except (ValueError, KeyError):  # pydantic's ValidationError is one: the SDK says what is wrong
         return None
     return request_id, params, version
 

@@ -500,15 +500,7 @@ class SessionBinding:
         finally:
             if token is not None:
                 detach(token)
-        encoded = json.dumps(answer).encode()  # ASCII: nothing the caller sent can break it
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(encoded)).encode()),
-        ]
-        if exchange.session is not None:
-            headers.append((SESSION_HEADER.encode(), exchange.session.encode()))
-        await exchange.send({"type": "http.response.start", "status": 200, "headers": headers})
-        await exchange.send({"type": "http.response.body", "body": encoded})
+        await _answer_json(exchange, answer)
         return True
 
     # a new session
@@ -627,22 +619,24 @@ class SessionBinding:
             "id": message.get("id"),
             "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
         }
-        encoded = json.dumps(answer).encode()  # ASCII: nothing the caller sent can break it
-        await exchange.send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(encoded)).encode()),
-                ],
-            }
-        )
-        await exchange.send({"type": "http.response.body", "body": encoded})
+        await _answer_json(exchange, answer)
         return True
 
 
 _TOO_DEEP = object()  # a message nested deeper than JSON can be read
+
+
+async def _answer_json(exchange: _Exchange, answer: Mapping[str, Any]) -> None:
+    """A JSON-RPC answer of the endpoint's own, in JSON (200), with the session it names."""
+    encoded = json.dumps(answer).encode()  # ASCII: nothing the caller sent can break it
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(encoded)).encode()),
+    ]
+    if exchange.session is not None:
+        headers.append((SESSION_HEADER.encode(), exchange.session.encode()))
+    await exchange.send({"type": "http.response.start", "status": 200, "headers": headers})
+    await exchange.send({"type": "http.response.body", "body": encoded})
 
 
 def _asks_in_stream(opening: Any) -> bool:

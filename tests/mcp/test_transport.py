@@ -86,14 +86,23 @@ class _Flood(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def flooding_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flood)
+@contextlib.contextmanager
+def _serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A real HTTP server on a free loopback port, in a thread; its host:port."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/products"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def flooding_server() -> Iterator[str]:
+    with _serving(_Flood) as address:
+        yield f"http://{address}/products"
 
 
 def test_http_answer_beyond_the_limit_is_refused(flooding_server: str) -> None:
@@ -137,12 +146,8 @@ class _Echo(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def echo_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with _serving(_Echo) as address:
+        yield address
 
 
 async def _over_http(

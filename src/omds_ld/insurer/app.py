@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from omds_ld import jsonwire
 from omds_ld.auth.tokens import READ, WRITE, Identity, TokenRefused
 from omds_ld.hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Allowlist, HostGuard
 from omds_ld.insurer.answers import Answer
@@ -50,7 +51,7 @@ def api_base(name: str) -> str:
 
 
 def _dumps(body: Any) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return jsonwire.dumps(body)
 
 
 def problem_body(
@@ -332,7 +333,7 @@ class OperationEndpoint:
                 f"bodies are application/ld+json or application/json, not {media or 'untyped'}",
             )
         try:
-            body = json.loads(raw)
+            body = jsonwire.loads(raw)
         except (ValueError, UnicodeDecodeError) as error:
             raise Problem(
                 "malformed-request", f"the body is not well-formed JSON: {error}"

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 from opentelemetry.propagate import inject
 
-from omds_ld import metrics
+from omds_ld import jsonwire, metrics
 from omds_ld.mcp.state import StateStore
 from omds_ld.mcp.transport import RawAnswer, Transport
 from omds_ld.norm import Operation
@@ -161,7 +161,7 @@ class Upstream:
             headers["Idempotency-Key"] = idempotency_key
         content = None
         if body is not None:
-            content = json.dumps(body, ensure_ascii=False).encode()
+            content = jsonwire.dumps(body)
             headers["Content-Type"] = "application/ld+json"
         answer = await self._request(operation.method, url, headers, content)
         # a new generation, never one used before: entries read before this write are stale
@@ -193,7 +193,7 @@ class Upstream:
             if meta["fresh_until"] > now and not revalidate:
                 age = max(0.0, now - float(meta.get("stored", now)))
                 return UpstreamResponse(
-                    200, json.loads(content), url, "GET", True, age, meta["fresh_until"]
+                    200, jsonwire.loads(content), url, "GET", True, age, meta["fresh_until"]
                 )
             if meta.get("etag"):
                 headers["If-None-Match"] = meta["etag"]
@@ -203,7 +203,9 @@ class Upstream:
             meta, content = cached
             if fresh_until > now:  # a new lease of freshness
                 await self._keep(key, generation, answer, content, meta.get("etag"))
-            return UpstreamResponse(200, json.loads(content), url, "GET", True, 0.0, fresh_until)
+            return UpstreamResponse(
+                200, jsonwire.loads(content), url, "GET", True, 0.0, fresh_until
+            )
         parsed, invalid = _json(answer)
         result = UpstreamResponse(
             answer.status, parsed, url, "GET", False, 0.0, fresh_until,
@@ -268,7 +270,7 @@ def _entry(raw: bytes | None) -> tuple[dict[str, Any], bytes] | None:
     if not raw:
         return None
     meta, _, content = raw.partition(b"\n")
-    return json.loads(meta), content
+    return jsonwire.loads(meta), content
 
 
 def _json(answer: RawAnswer) -> tuple[Any, str | None]:
@@ -277,7 +279,7 @@ def _json(answer: RawAnswer) -> tuple[Any, str | None]:
     if not answer.content:
         return None, "an empty body"
     try:
-        return json.loads(answer.content), None
+        return jsonwire.loads(answer.content), None
     except ValueError:
         text = answer.content[:500].decode("utf-8", "replace")
         return {"detail": text}, "a body that is not JSON"

@@ -39,7 +39,9 @@ import httpx  # noqa: E402
 import tiktoken  # noqa: E402
 from mcp import Client  # noqa: E402
 
-from omds_ld.mcp.condense import answer_of  # noqa: E402
+from omds_ld.mcp.condense import answer_extension, answer_of  # noqa: E402
+
+WHOLE = [answer_extension()]  # the flows follow next steps: they read the whole structured answer
 from tests.insurer.test_flows import SKODA  # noqa: E402
 from tests.servers import ExampleServer  # noqa: E402
 
@@ -200,13 +202,17 @@ async def wait_for(url: str) -> None:
 async def measure(server: ExampleServer, names: list[str], peers: dict[str, str]) -> None:
     separate, broker, fastmcp, one = Reading(), Reading(), Reading(), Reading()
     for name in names:  # ours: one server per insurer, one session each
-        async with Client(server.mcp(name), mode="legacy") as client:
+        async with Client(server.mcp(name), mode="legacy", extensions=WHOLE) as client:
             separate.tools += tokens(shown(await client.list_tools()))
             await ours(lambda t, a, c=client: c.call_tool(t, a), separate, name)
-    async with Client(server.mcp(names[0]), mode="legacy") as client:  # one insurer alone
+    async with Client(
+        server.mcp(names[0]), mode="legacy", extensions=WHOLE
+    ) as client:  # one insurer alone
         one.tools += tokens(shown(await client.list_tools()))
         await ours(lambda t, a: client.call_tool(t, a), one, names[0])
-    async with Client(server.url + "/omds-ld/insurers/mcp", mode="legacy") as client:
+    async with Client(
+        server.url + "/omds-ld/insurers/mcp", mode="legacy", extensions=WHOLE
+    ) as client:
         broker.tools += tokens(shown(await client.list_tools()))
         for name in names:
             await ours(lambda t, a, n=name: client.call_tool(t, {**a, "insurer": n}), broker, name)

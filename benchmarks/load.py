@@ -34,7 +34,7 @@ sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != R
 import httpx  # noqa: E402
 from mcp import Client  # noqa: E402
 
-from omds_ld.mcp.condense import answer_of  # noqa: E402
+from omds_ld.mcp.condense import ANSWER_META, answer_extension, answer_of  # noqa: E402
 from tests.insurer.test_flows import SKODA  # noqa: E402
 from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
 
@@ -74,7 +74,7 @@ async def flow(url: str, mode: str, calls: list[float]) -> bool:
         return result
 
     try:
-        async with Client(url, mode=mode) as client:
+        async with Client(url, mode=mode, extensions=[answer_extension()]) as client:
             started = time.perf_counter()
             products = await client.call_tool("listProducts", {})
             calls.append(time.perf_counter() - started)
@@ -90,7 +90,8 @@ async def flow(url: str, mode: str, calls: list[float]) -> bool:
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
+    # a program following next steps: it declares the extension of the whole structured answer
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {ANSWER_META: {}}},
 }
 
 

@@ -41,7 +41,7 @@ import httpx  # noqa: E402
 import tiktoken  # noqa: E402
 from mcp import Client  # noqa: E402
 
-from omds_ld.mcp.condense import answer_of  # noqa: E402
+from omds_ld.mcp.condense import answer_extension, answer_of  # noqa: E402
 from tests.insurer.test_flows import FLAT, SKODA  # noqa: E402
 from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
 
@@ -218,6 +218,7 @@ ARMS = (
     "serve",  # omds-ld serve: the MCP server beside the interface, one process, 2025-11-25 session
     "sessionless",  # the same endpoint, protocol 2026-07-28 (no session)
     "standalone",  # omds-ld mcp --http: a process of its own, over HTTP to the interface
+    "serve+whole",  # serve, to a client that declared the whole structured answer (a program)
     "FastMCP",  # FastMCP.from_openapi: a process of its own, over HTTP to the interface
 )
 Row = tuple[str, list[float]]  # operation; p50 of the direct call, then of each arm
@@ -284,7 +285,10 @@ async def measure(
     async with httpx.AsyncClient(timeout=30) as direct:
         for name in PRODUCTS:
             async with (
-                Client(server.mcp(name), mode="legacy") as ours,
+                # follows the next steps: reads the whole structured answer
+                Client(server.mcp(name), mode="legacy", extensions=[answer_extension()]) as ours,
+                # the other arms as a model's host: the text and structuredContent
+                Client(server.mcp(name), mode="legacy") as host,
                 Client(server.mcp(name), mode=SESSIONLESS) as modern,
                 Client(standalone.mcp(name), mode="legacy") as apart,
                 Client(peers[name], mode="legacy") as peer,
@@ -295,15 +299,17 @@ async def measure(
                 api = server.api(name)
                 if name == "disrupto":
                     bodies = await inquiry_flow(name, ours, peer, record)
-                    arms = [("serve", ours, ""), ("sessionless", modern, ""),
-                            ("standalone", apart, ""), ("FastMCP", peer, "")]  # fmt: skip
+                    arms = [("serve", host, ""), ("sessionless", modern, ""),
+                            ("standalone", apart, ""), ("serve+whole", ours, ""),
+                            ("FastMCP", peer, "")]  # fmt: skip
                     latency += await inquiry_latency(direct, api, arms, bodies, count)
                     continue
                 risk = SKODA if name == "pfefferminzia" else FLAT
                 cases = await draft_flow(name, ours, peer, record, risk, direct, api)
                 if name == "pfefferminzia":
-                    arms = [("serve", ours, cases["ours"]), ("sessionless", modern, cases["ours"]),
-                            ("standalone", apart, cases["ours"]), ("FastMCP", peer, cases["peer"])]  # fmt: skip
+                    arms = [("serve", host, cases["ours"]), ("sessionless", modern, cases["ours"]),
+                            ("standalone", apart, cases["ours"]), ("serve+whole", ours, cases["ours"]),
+                            ("FastMCP", peer, cases["peer"])]  # fmt: skip
                     latency += await draft_latency(direct, api, arms, count)
 
     for heading, texts in (
@@ -357,7 +363,9 @@ async def measure(
     print(
         "  (serve: omds-ld serve, the MCP server in the interface's process, protocol 2025-11-25;\n"
         f"   sessionless: the same, protocol {SESSIONLESS}; standalone: omds-ld mcp --http, and\n"
-        "   FastMCP's OpenAPI server: each a process of its own, over HTTP to the interface)"
+        "   FastMCP's OpenAPI server: each a process of its own, over HTTP to the interface; each\n"
+        "   a client as a model's host is, given the text and structuredContent; serve+whole:\n"
+        "   serve to a client that declared the whole structured answer in _meta, a program's)"
     )
     worst = max(row["condensed"][1] / row["full"][1] for row in record.rows)
     ours_list = sum(len(o) for o, _ in lists.values())

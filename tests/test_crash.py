@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from mcp import Client
 
 from omds_ld.mcp.condense import answer_of
 from tests.conftest import start_redis
 from tests.insurer.test_bad_input import PRODUCT
 from tests.insurer.test_flows import SKODA
+from tests.mcp.clients import Client
 from tests.servers import ExampleServer, McpServer, free_port
 
 ROUNDS = 15

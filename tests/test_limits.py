@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import httpx
-from mcp import Client
 
 from omds_ld.mcp.condense import answer_of
+from tests.mcp.clients import Client
 from tests.mcp.test_http import HEADERS, INITIALIZE
 from tests.servers import ExampleServer, McpServer, free_port
 

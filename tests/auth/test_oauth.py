@@ -236,7 +236,7 @@ def test_the_demo_without_require_token_still_knows_a_broker_who_sends_a_token(
 
     async def create(token: str | None) -> str:
         if token is None:
-            from mcp import Client
+            from tests.mcp.clients import Client
 
             async with Client(server.mcp("pfefferminzia"), mode="legacy") as client:
                 result = await client.call_tool(
@@ -341,7 +341,7 @@ def test_a_software_house_runs_the_mcp_server_with_its_own_client(
 ) -> None:
     """stdio, in front of the insurer: its tokens by client credentials, as the broker its client
     was registered for."""
-    from mcp import Client
+    from tests.mcp.clients import Client
 
     client = _added_client(secured, "--name", "Alpha's software house", "--broker", "alpha")
     parameters = _stdio_with(secured, client)
@@ -513,7 +513,7 @@ def test_the_conformance_suite_passes_the_authorization_server(
 def test_the_mcp_servers_own_token_is_renewed_before_it_expires(tmp_path: Path) -> None:
     """Client credentials over stdio: with 35-second tokens (renewed 30 s before they expire) a
     call six seconds after the first gets a new token, and both calls work."""
-    from mcp import Client
+    from tests.mcp.clients import Client
 
     insurer = ExampleServer(
         tmp_path / "s.sqlite3",

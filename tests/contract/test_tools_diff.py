@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from mcp import Client
 
 from omds_ld.contract.sources import last_release
 from omds_ld.contract.tools import bump_of
 from omds_ld.mcp.condense import answer_of
 from omds_ld.norm.catalogue import _data_text
 from tests.insurer.test_flows import SKODA
-from tests.mcp.clients import follow, stdio_parameters, step
+from tests.mcp.clients import Client, follow, stdio_parameters, step
 from tests.servers import ExampleServer
 
 Norm = dict[str, Any]

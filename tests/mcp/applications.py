@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 import mcp_types as types
-from mcp import Client
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -19,7 +18,7 @@ from starlette.routing import Route
 
 from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
-from tests.mcp.clients import follow, step
+from tests.mcp.clients import Client, follow, step
 from tests.servers import in_thread
 
 IBAN = "AT611904300234573201"

@@ -8,13 +8,22 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mcp import Client
+import mcp
 from mcp.client.stdio import StdioServerParameters
 
-from omds_ld.mcp.condense import answer_of
+from omds_ld.mcp.condense import answer_extension, answer_of
 from tests.servers import ExampleServer
 
 TRANSPORTS = ["stdio", "http-2025-11-25", "http-2026-07-28"]
+
+
+class Client(mcp.Client):
+    """The SDK's client, declaring the extension of the whole structured answer: its tool
+    results carry it in ``_meta``, where the tests read what an answer says (``answer_of``).
+    A client without it (a model's host) gets the text and structuredContent only."""
+
+    def __init__(self, *args: Any, extensions: Sequence[Any] = (), **kwargs: Any) -> None:
+        super().__init__(*args, extensions=[answer_extension(), *extensions], **kwargs)
 
 
 def stdio_parameters(

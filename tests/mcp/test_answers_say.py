@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 
 from omds_ld.insurer.data import load_insurers
 from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
-from tests.mcp.clients import follow, stdio_parameters, step
+from tests.mcp.clients import Client, follow, stdio_parameters, step
 from tests.servers import ExampleServer
 
 PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from omds_ld.mcp.condense import answer_of
@@ -19,7 +18,7 @@ from omds_ld.scenarios.agents.reference import ReferenceAgent
 from omds_ld.scenarios.runner import run_all
 from omds_ld.scenarios.scenario import parse_scenario
 from tests.independent_insurer import DEFECTS, OPERATIONS, VOCAB, Petcare, premium_of
-from tests.mcp.clients import follow, step
+from tests.mcp.clients import Client, follow, step
 from tests.servers import McpServer, free_port
 
 DOG = {"@type": VOCAB + "Dog", VOCAB + "breed": "Beagle", VOCAB + "ageYears": 5}

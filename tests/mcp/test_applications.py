@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from mcp import Client
 
 from omds_ld.mcp.condense import answer_of
 from tests.mcp.applications import (
@@ -25,7 +24,7 @@ from tests.mcp.applications import (
     make_offer,
     slow_first_application,
 )
-from tests.mcp.clients import follow, stdio_parameters, step
+from tests.mcp.clients import Client, follow, stdio_parameters, step
 from tests.servers import ExampleServer
 
 SKODA_OLD = {"@type": "p:Vehicle", "p:make": "Skoda", "p:yearOfConstruction": 2010,

@@ -7,11 +7,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
 
-from mcp import Client
-
 from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
-from tests.mcp.clients import follow, step
+from tests.mcp.clients import Client, follow, step
 from tests.servers import ExampleServer
 
 BROKER = "/omds-ld/insurers/mcp"

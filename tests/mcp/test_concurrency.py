@@ -6,10 +6,9 @@ import asyncio
 import uuid
 from typing import Any
 
-from mcp import Client
-
 from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
+from tests.mcp.clients import Client
 from tests.mcp.test_errors import PRODUCT, insurer_calls
 from tests.servers import ExampleServer
 

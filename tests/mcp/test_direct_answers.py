@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from omds_ld.mcp.condense import ANSWER_META
 from tests.insurer.test_flows import SKODA
 from tests.mcp.test_errors import PRODUCT
 from tests.servers import ExampleServer
@@ -107,15 +108,17 @@ def _case_free(answer: dict[str, Any], case: str, placeholder: str) -> dict[str,
     return dict(json.loads(json.dumps(answer).replace(case, placeholder)))
 
 
+@pytest.mark.parametrize("declared", [False, True], ids=["plain", "whole answer declared"])
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
 def test_a_tool_call_answered_beside_the_sdk_is_answered_as_the_sdk_answers_it(
-    era: str, server: ExampleServer
+    era: str, declared: bool, server: ExampleServer
 ) -> None:
     url = server.mcp("pfefferminzia")
     kind = Session if era == "2025-11-25" else Sessionless
+    extension = {"extensions": {ANSWER_META: {}}} if declared else {}
     with httpx.Client(timeout=30) as http:
-        plain = kind(http, url, {})
-        asking = kind(http, url, {"elicitation": {"form": {}}})
+        plain = kind(http, url, {**extension})
+        asking = kind(http, url, {"elicitation": {"form": {}}, **extension})
         answers: dict[str, list[dict[str, Any]]] = {"plain": [], "asking": []}
         warm = Session(http, url, {})  # the reads come from the MCP server's cache for both
         warm.call("listProducts", {}), warm.call("readProduct", {"productId": "kraftfahrt-2025"})
@@ -144,6 +147,8 @@ def test_a_tool_call_answered_beside_the_sdk_is_answered_as_the_sdk_answers_it(
     for mine, reference in zip(answers["plain"], answers["asking"], strict=True):
         mine.pop("id"), reference.pop("id")
         assert _steady(mine) == _steady(reference)
+    for kept in answers.values():  # the whole structured answer where declared, else not
+        assert [ANSWER_META in (a["result"].get("_meta") or {}) for a in kept[:9]] == [declared] * 9
     premium = answers["plain"][5]["result"]["structuredContent"]
     assert premium["premium"]["gross"] == 1684.88
     assert answers["plain"][-1]["error"]["code"] == -32602

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 
 from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
-from tests.mcp.clients import connect, follow, stdio_parameters, step
+from tests.mcp.clients import Client, connect, follow, stdio_parameters, step
 from tests.servers import ExampleServer, free_port
 
 PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"

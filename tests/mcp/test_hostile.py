@@ -10,11 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import Client
 
 from omds_ld.mcp.condense import answer_of
 from tests.insurer.test_flows import SKODA
-from tests.mcp.clients import follow, step
+from tests.mcp.clients import Client, follow, step
 from tests.mcp.test_http import HEADERS, open_session
 from tests.servers import ExampleServer
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-from mcp import Client
 
 from omds_ld.mcp.condense import answer_of
 from omds_ld.norm import load_norm
+from tests.mcp.clients import Client
 from tests.servers import ExampleServer, McpServer, free_port
 
 NORM_TOOLS = set(load_norm().operations)

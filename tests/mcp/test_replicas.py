@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import Client
 
 from omds_ld.mcp.condense import answer_of
 from tests.conftest import start_redis
+from tests.mcp.clients import Client
 from tests.mcp.test_errors import PRODUCT, insurer_calls
 from tests.mcp.test_http import in_session, open_session
 from tests.servers import ExampleServer, McpServer, RedisServer, free_port

@@ -8,8 +8,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from mcp import Client
 
+from tests.mcp.clients import Client
 from tests.servers import ExampleServer
 
 FILES = {"openapi.yaml", "context.jsonld", "vocab.ttl", "shapes.ttl", "problems.yaml"}

@@ -9,10 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcp import Client
-
 from omds_ld.mcp.condense import answer_of
-from tests.mcp.clients import stdio_parameters
+from tests.mcp.clients import Client, stdio_parameters
 from tests.servers import ExampleServer
 
 INSURERS = ("pfefferminzia", "disrupto", "angloamerican")

@@ -8,10 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp import Client
-
 from omds_ld.mcp.condense import answer_of
-from tests.mcp.clients import stdio_parameters
+from tests.mcp.clients import Client, stdio_parameters
 from tests.mcp.test_errors import PRODUCT, insurer_calls
 from tests.servers import ExampleServer
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from mcp import Client
 
 from omds_ld.mcp.condense import answer_of
 from omds_ld.mcp.state import MemoryStateStore
@@ -17,7 +16,7 @@ from omds_ld.mcp.upstream import CALLER, Caller, Upstream
 from omds_ld.norm import load_norm
 from omds_ld.norm.catalogue import _data_text
 from tests.insurer.test_flows import SKODA
-from tests.mcp.clients import connect, stdio_parameters
+from tests.mcp.clients import Client, connect, stdio_parameters
 from tests.mcp.test_errors import PRODUCT, insurer_calls
 from tests.servers import ExampleServer
 

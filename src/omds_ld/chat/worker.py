@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from omds_ld.chat.conversations import ConversationFull, Conversations
+from omds_ld.mcp.condense import answer_extension
 from omds_ld.scenarios.agents.models import ModelAgent
 from omds_ld.scenarios.protocol import FINAL, MODEL_CALL, PERSON, TOOL_CALL, TOOLS_LIST, now
 from omds_ld.scenarios.scenario import Budget
@@ -36,6 +37,7 @@ from omds_ld.scenarios.session import (
 )
 
 log = logging.getLogger("omds_ld.chat")
+ANSWERED = [answer_extension()]  # the page shows what the whole structured answer says
 USER = "gen_ai.user.message"
 TURN_END = "chat.turn.end"
 # a binding call waits for the person: what the confirmation shows, and where it is answered
@@ -251,11 +253,13 @@ class Workers:
                         url = self.mcp_urls[server]
                         auth = self.auth(worker.owner, url) if self.auth else None
                         if auth is None:
-                            connected = Client(url, mode="legacy")
+                            connected = Client(url, mode="legacy", extensions=ANSWERED)
                         else:
                             http = await stack.enter_async_context(mcp_http(auth))
                             connected = Client(
-                                streamable_http_client(url, http_client=http), mode="legacy"
+                                streamable_http_client(url, http_client=http),
+                                mode="legacy",
+                                extensions=ANSWERED,
                             )
                         clients[server] = await stack.enter_async_context(connected)
                     return clients[server]

@@ -17,6 +17,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp.client.extension import ClientExtension, advertise
+
 from omds_ld.mcp.scope import PRECISION_SCHEMA, Precision, bound, window
 
 MAX_VIOLATIONS = 20
@@ -72,7 +74,9 @@ STRUCTURED_SCHEMA: dict[str, Any] = {
 
 
 # The whole structured answer travels in the result's ``_meta`` under this key: for programs (a
-# client's UI, the scenario checker), which a host does not show to a model.
+# client's UI, the scenario checker), which a host does not show to a model. Only to a client
+# that declares the extension of the same name (``capabilities.extensions``, SEP-2133): every
+# other client (a model's host) would read some four times the text's bytes it never uses.
 ANSWER_META = "omds-ld/answer"
 
 # What structuredContent carries, where a client may show it to a model: the answer's facts in a
@@ -114,6 +118,12 @@ def summary_of(structured: Mapping[str, Any]) -> dict[str, Any]:
     if "provenance" not in out:
         out["provenance"] = {}
     return out
+
+
+def answer_extension() -> ClientExtension:
+    """For the SDK's ``Client(extensions=[...])``: the client declares the extension of the whole
+    structured answer, and its tool results carry it in ``_meta`` (``answer_of`` reads it)."""
+    return advertise(ANSWER_META)
 
 
 def answer_of(result: Any) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from omds_ld.mcp.catalogue import (
     by_name,
     tools,
 )
-from omds_ld.mcp.condense import OUTPUT_SCHEMA
+from omds_ld.mcp.condense import ANSWER_META, OUTPUT_SCHEMA
 from omds_ld.mcp.confirm import FormElicitation, Person, RoundTrip
 from omds_ld.mcp.executor import Executor, Instance
 from omds_ld.mcp.prompts import ProductPrompt, product_prompts
@@ -74,7 +74,8 @@ INSTRUCTIONS = (
 @dataclass(frozen=True)
 class DirectSession:
     """What a tool call answered beside the SDK (``SessionBinding``'s direct answers) knows of its
-    session: the protocol version it speaks. Such a call cannot ask the client anything."""
+    session: the protocol version it speaks, what its client declared. Such a call cannot ask the
+    client anything."""
 
     protocol_version: str
     client_capabilities: types.ClientCapabilities | None = None
@@ -408,9 +409,10 @@ class Connector:
         """One tool call of a request, as its session and caller make it."""
         caller = CALLER.set(self._caller(ctx))
         try:
-            return await self._call(ctx, params)
+            result = await self._call(ctx, params)
         finally:
             CALLER.reset(caller)
+        return result if wants_answer(ctx) else without_answer(result)
 
     async def _call(
         self, ctx: Context, params: types.CallToolRequestParams
@@ -658,6 +660,27 @@ def _client(ctx: Context) -> str:
         return f"broker:{subject}"
     client = getattr(getattr(ctx, "request", None), "client", None)
     return str(getattr(client, "host", None) or "stdio")
+
+
+def wants_answer(ctx: Context) -> bool:
+    """Whether the client declared the extension of the whole structured answer (``ANSWER_META``
+    in its capabilities' extensions): only then does a tool result carry it in ``_meta``."""
+    capabilities = getattr(getattr(ctx, "session", None), "client_capabilities", None)
+    extensions = getattr(capabilities, "extensions", None)
+    return isinstance(extensions, Mapping) and ANSWER_META in extensions
+
+
+def without_answer(
+    result: types.CallToolResult | types.InputRequiredResult,
+) -> types.CallToolResult | types.InputRequiredResult:
+    """A tool result without the whole structured answer (its text, structuredContent and the
+    rest of ``_meta`` as they are)."""
+    if not isinstance(result, types.CallToolResult) or not result.meta:
+        return result
+    if ANSWER_META not in result.meta:
+        return result
+    rest = {key: value for key, value in result.meta.items() if key != ANSWER_META}
+    return result.model_copy(update={"meta": rest or None})
 
 
 def _person(ctx: Context, params: types.CallToolRequestParams) -> Person | None:

@@ -31,7 +31,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Receive, Scope, Send
 
-from omds_ld import metrics
+from omds_ld import jsonwire, metrics
 from omds_ld.auth.resource import IDENTITY, TOKEN, KeySource, Refusal, ResourceGuard
 from omds_ld.auth.tokens import Identity, RemoteKeys
 from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
@@ -471,10 +471,11 @@ class SessionBinding:
         call = _direct_call(exchange)
         if call is None or self.connector is None:
             return False
-        request_id, params, version = call
+        request_id, params, version, capabilities = call
         if self.connector.binds(params.name, params.arguments):
             return False
-        context = DirectContext(exchange.request, DirectSession(version), request_id)
+        session = DirectSession(version, client_capabilities=capabilities)
+        context = DirectContext(exchange.request, session, request_id)
         # the caller's W3C trace context (in the request's _meta) is the call's, as the SDK's
         # middleware makes it
         carried = extract(params.meta) if params.meta else None
@@ -482,13 +483,17 @@ class SessionBinding:
         token = attach(carried) if carried is not None and traced else None
         try:
             result = await self.connector.call_tool_for(context, params)
-            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            # the whole structured answer in _meta is JSON already (read from the insurer's
+            # JSON): it goes on as it is, not through pydantic's dump twice
+            meta = dict(result.meta or {})
+            dumped = result.model_dump(
+                by_alias=True, mode="json", exclude_none=True, exclude={"meta"}
+            )
             shaped = serialize_server_result("tools/call", version, dumped)
             if version in MODERN_PROTOCOL_VERSIONS:  # the server's stamp, as the SDK's runner
-                shaped["_meta"] = {
-                    **(shaped.get("_meta") or {}),
-                    SERVER_INFO_META_KEY: self.connector.server.server_info_stamp,
-                }
+                meta[SERVER_INFO_META_KEY] = self.connector.server.server_info_stamp
+            if meta:
+                shaped["_meta"] = meta
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": shaped}
         except Exception:
             log.exception("%s: a tool call answered directly failed", self.name)
@@ -628,7 +633,7 @@ _TOO_DEEP = object()  # a message nested deeper than JSON can be read
 
 async def _answer_json(exchange: _Exchange, answer: Mapping[str, Any]) -> None:
     """A JSON-RPC answer of the endpoint's own, in JSON (200), with the session it names."""
-    encoded = json.dumps(answer).encode()  # ASCII: nothing the caller sent can break it
+    encoded = jsonwire.dumps(answer)  # any string the caller sent encodes (jsonwire)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(encoded)).encode()),
@@ -656,9 +661,10 @@ def _can_ask(capabilities: Any) -> bool:
 
 def _direct_call(
     exchange: _Exchange,
-) -> tuple[types.RequestId, types.CallToolRequestParams, str] | None:
-    """A request's tools/call, its id and protocol version, if it may be answered beside the
-    SDK (``SessionBinding._answer_directly``); None for anything the SDK answers."""
+) -> tuple[types.RequestId, types.CallToolRequestParams, str, types.ClientCapabilities] | None:
+    """A request's tools/call, its id, protocol version and the client's capabilities, if it may
+    be answered beside the SDK (``SessionBinding._answer_directly``); None for anything the SDK
+    answers."""
     message, request = exchange.message, exchange.request
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
@@ -696,16 +702,17 @@ def _direct_call(
     try:
         validate_client_request("tools/call", version, message.get("params"))
         params = types.CallToolRequestParams.model_validate(message.get("params"), by_name=False)
+        declared = types.ClientCapabilities.model_validate(capabilities or {}, by_name=False)
     except (ValueError, KeyError):  # pydantic's ValidationError is one: the SDK says what is wrong
         return None
-    return request_id, params, version
+    return request_id, params, version, declared
 
 
 def _message(body: bytes) -> Any:
     """The JSON-RPC message of a body: what it parses to, ``_TOO_DEEP``, or None if it is no
     JSON at all (the SDK answers that)."""
     try:
-        return json.loads(body)
+        return jsonwire.loads(body)
     except RecursionError:
         return _TOO_DEEP
     except ValueError:

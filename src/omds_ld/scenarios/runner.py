@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from mcp import Client
 
-from omds_ld.mcp.condense import answer_of
+from omds_ld.mcp.condense import answer_extension, answer_of
 from omds_ld.scenarios.grader import Grade, grade
 from omds_ld.scenarios.protocol import (
     FINAL,
@@ -177,7 +177,9 @@ async def run_once(
             tools: dict[str, list[dict[str, Any]]] = {}
             for server in scenario.servers:
                 client = await stack.enter_async_context(
-                    Client(mcp_url(base_url, server), mode="legacy")
+                    Client(
+                        mcp_url(base_url, server), mode="legacy", extensions=[answer_extension()]
+                    )
                 )
                 listed = await client.list_tools()
                 tools[server] = [

@@ -35,8 +35,9 @@ def test_calls_outcomes_latency_cache_and_refusals_are_counted(server: ExampleSe
 
     async def calls() -> None:
         async with Client(server.mcp("disrupto"), mode="2026-07-28") as client:
-            await client.call_tool("listProducts", {})
-            await client.call_tool("listProducts", {})  # from the read cache
+            # a window no other test reads: the first is the insurer's (tests share the server)
+            await client.call_tool("listProducts", {"limit": 29})
+            await client.call_tool("listProducts", {"limit": 29})  # from the read cache
             await client.call_tool("readProduct", {"productId": "no-such-product"})
 
     asyncio.run(calls())

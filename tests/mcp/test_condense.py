@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from omds_ld.insurer.data import ANONYMOUS, load_insurers
@@ -23,6 +25,7 @@ from omds_ld.mcp.condense import (
     condense_problem,
 )
 from omds_ld.norm import load_norm
+from omds_ld.norm.jsonld import CONTEXT_URL
 from tests.insurer.test_flows import SKODA
 
 PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
@@ -313,6 +316,53 @@ def test_our_own_answers_take_the_fast_path(service: InsurerService) -> None:
 
     for name, answer in _answers(service).items():
         assert canonical(answer, ANSWER_TYPES) is answer, name
+
+
+def test_the_text_of_our_answers_shows_them_canonical_and_of_no_other_form(
+    service: InsurerService,
+) -> None:
+    """The fast path reads the JSON text where it has it: our own answers pass by their text
+    alone (but one with a ready body of its own @context, which the text cannot tell from the
+    top's: it is walked); none of the equivalent other forms does (they are walked, then compacted)."""
+    from omds_ld import jsonwire
+    from omds_ld.mcp.condense import ANSWER_TYPES
+    from omds_ld.norm.jsonld import _canonical_text, canonical
+
+    for name, answer in _answers(service).items():
+        text = jsonwire.dumps(answer)
+        assert _canonical_text(text, answer) == (text.count(b'"@context"') == 1), name
+        assert canonical(answer, ANSWER_TYPES, text) is answer, name
+        for form, variant in _variants(answer).items():
+            assert not _canonical_text(jsonwire.dumps(variant), variant), f"{name}: {form}"
+
+
+_KEYS = st.sampled_from(
+    ["@context", "@graph", "@type", "@id", "bc:body", "p:x", "label",
+     "https://w3id.org/omds-ld/p#x", "http://www.w3.org/ns/shacl#path", "https://other.example/x"]
+)  # fmt: skip
+_LEAVES = (
+    st.none() | st.booleans() | st.integers(-5, 5)
+    | st.sampled_from(["p:Vehicle", "https://w3id.org/omds-ld/bc#Case", CONTEXT_URL, "@type",
+                       '"@type": [', r"h\u0074tps", r"https:\/\/w3id.org/omds-ld/p#x"])
+    | st.text(max_size=5)
+)  # fmt: skip
+_DOCUMENTS = st.dictionaries(
+    _KEYS,
+    st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=3)
+                 | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=12),
+    max_size=5,
+)  # fmt: skip
+
+
+@given(_DOCUMENTS, st.booleans(), st.sampled_from([(",", ":"), (", ", ": "), (",", " : ")]))
+def test_the_text_shows_a_document_canonical_only_where_the_walk_finds_it_so(
+    document: dict[str, Any], ascii_only: bool, separators: tuple[str, str]
+) -> None:
+    from omds_ld.norm.jsonld import _canonical_already, _canonical_text
+
+    text = json.dumps(document, ensure_ascii=ascii_only, separators=separators).encode()
+    if _canonical_text(text, document):
+        assert _canonical_already(document)
 
 
 def test_an_answer_without_optional_parts_says_what_is_missing(service: InsurerService) -> None:

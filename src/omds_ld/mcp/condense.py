@@ -159,6 +159,11 @@ def _count(number: int, thing: str) -> str:
     return f"{number} {thing}" + ("" if number == 1 else "s")
 
 
+# a value as the text shows it (JSON): json.dumps with these options makes an encoder per call
+_as_json = json.JSONEncoder(ensure_ascii=False).encode
+_as_compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _digest(lines: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
@@ -175,7 +180,7 @@ class Condensed:
 
 def label(value: Any, language: str) -> str:
     """A label in the wanted language, else English, else any."""
-    if isinstance(value, Mapping):
+    if isinstance(value, dict) or (not isinstance(value, str) and isinstance(value, Mapping)):
         for key in (language, "en", "de"):
             if key in value:
                 return str(value[key])
@@ -360,7 +365,7 @@ class _Writer:
     def attribute(self, attribute: Mapping[str, Any], indent: int) -> dict[str, Any]:
         name = label(attribute.get("rdfs:label"), self.language)
         value = attribute.get("p:value")
-        shown = "—" if value is None else json.dumps(value, ensure_ascii=False)
+        shown = "—" if value is None else _as_json(value)
         prop = str(attribute.get("p:property", ""))
         self.shown_properties.add(prop)
         named = prop if self.by_property else self.iri(attribute.get("@id", prop))
@@ -535,7 +540,7 @@ class _Writer:
             for part in many(instance.get("p:hasPart"))
             if part.get("bc:atDefault") and not part.get("p:mandatory")
         ]  # fmt: skip
-        shown = [f"{d['label']} = {json.dumps(d['value'], ensure_ascii=False)}" for d in found]
+        shown = [f"{d['label']} = {_as_json(d['value'])}" for d in found]
         shown += [
             f"{c['label']} {'included' if c['included'] else 'not included'}" for c in components
         ]
@@ -559,7 +564,7 @@ class _Writer:
                 for k in sorted(risk_object)
                 if k not in ("@id", "@type", "bc:riskObjectId")
             }
-            shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in fields.items())
+            shown = ", ".join(f"{k}={_as_json(v)}" for k, v in fields.items())
             where = self.iri(risk_object.get("@id", ""))
             whole.append(f"Risk object {risk_object.get('@type')} {where}: {shown}")
             if fields and fields in self.sent:  # the model has them: its own call's body
@@ -702,7 +707,7 @@ class _Writer:
                 if own:
                     text += " · " + " ".join(f"{k}={v}" for k, v in own.items())
                 if step.get("bc:body"):
-                    text += " · body " + json.dumps(step["bc:body"], ensure_ascii=False)
+                    text += " · body " + _as_json(step["bc:body"])
                 lines.append(text)
             entry: dict[str, Any] = {"tool": step["bc:operation"], "target": step["bc:target"]}
             if arguments:
@@ -974,7 +979,7 @@ def _fields(w: _Writer, owner: Mapping[str, Any], indent: int) -> list[dict[str,
     out = []
     for field in many(owner.get("sh:property")):
         default = field.get("sh:defaultValue")
-        shown = "" if default is None else f" = {json.dumps(default, ensure_ascii=False)}"
+        shown = "" if default is None else f" = {_as_json(default)}"
         field_label = label(field.get("sh:name"), w.language)
         path = field.get("sh:path", "—")
         w.line(f"{field_label}{shown} ({_range(field, w.language)}) {path}", indent)
@@ -1033,7 +1038,7 @@ def _default_instance(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     }
     # what the body leaves out keeps the values above (inquireTariff's description says so)
     w.line("Ready body for inquireTariff; add the risk object to p:instance/p:hasRiskObject:")
-    w.line(json.dumps(ready, ensure_ascii=False, separators=(",", ":")), 1)
+    w.line(_as_compact_json(ready), 1)
     w.data["body"] = ready
     # the ready body fills the inquiry's own shape: its fields need not be repeated
     return {

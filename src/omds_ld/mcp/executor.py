@@ -644,7 +644,7 @@ class Executor:
         read: dict[str, Any] = {}
         if broken is None and answer.status < 400:
             try:
-                read = canonical(answer.body, ANSWER_TYPES)
+                read = canonical(answer.body, ANSWER_TYPES, answer.text)
             except NotJsonLd as error:
                 broken = f"not JSON-LD of the norm ({error})"
             else:

@@ -58,6 +58,8 @@ class UpstreamResponse:
     # why the body cannot be used at all (not JSON, empty), or None
     invalid: str | None = None
     media_type: str = ""
+    # the JSON text the body was read from (b"" where there is none)
+    text: bytes = b""
 
 
 def _cache_control(value: str | None) -> dict[str, str | None]:
@@ -173,7 +175,7 @@ class Upstream:
         parsed, invalid = _json(answer)
         return UpstreamResponse(
             answer.status, parsed, url, operation.method, False, replayed=replayed,
-            invalid=invalid, media_type=_media(answer),
+            invalid=invalid, media_type=_media(answer), text=answer.content if invalid is None else b"",
         )  # fmt: skip
 
     async def _read(
@@ -193,8 +195,9 @@ class Upstream:
             if meta["fresh_until"] > now and not revalidate:
                 age = max(0.0, now - float(meta.get("stored", now)))
                 return UpstreamResponse(
-                    200, jsonwire.loads(content), url, "GET", True, age, meta["fresh_until"]
-                )
+                    200, jsonwire.loads(content), url, "GET", True, age, meta["fresh_until"],
+                    text=content,
+                )  # fmt: skip
             if meta.get("etag"):
                 headers["If-None-Match"] = meta["etag"]
         answer = await self._request("GET", url, headers, None)
@@ -204,12 +207,12 @@ class Upstream:
             if fresh_until > now:  # a new lease of freshness
                 await self._keep(key, generation, answer, content, meta.get("etag"))
             return UpstreamResponse(
-                200, jsonwire.loads(content), url, "GET", True, 0.0, fresh_until
+                200, jsonwire.loads(content), url, "GET", True, 0.0, fresh_until, text=content
             )
         parsed, invalid = _json(answer)
         result = UpstreamResponse(
             answer.status, parsed, url, "GET", False, 0.0, fresh_until,
-            invalid=invalid, media_type=_media(answer),
+            invalid=invalid, media_type=_media(answer), text=answer.content if invalid is None else b"",
         )  # fmt: skip
         if answer.status == 200 and isinstance(result.body, dict) and invalid is None:
             await self._keep(key, generation, answer, answer.content, None)

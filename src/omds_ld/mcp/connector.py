@@ -266,7 +266,7 @@ class Connector:
             # a refusal (401, say) is an answer: calls go on and get the insurer's own problem
             return self._not_read(f"the insurer answered {answer.status}", answer.status < 500)
         try:
-            knowledge = canonical(answer.body, frozenset({"pk:ProcessKnowledge"}))
+            knowledge = canonical(answer.body, frozenset({"pk:ProcessKnowledge"}), answer.text)
         except NotJsonLd as error:
             return self._not_read(f"the insurer's answer is no JSON-LD of the norm: {error}", True)
         draft = bool(knowledge.get("pk:draftAtServer"))

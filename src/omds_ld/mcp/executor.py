@@ -298,7 +298,7 @@ class Executor:
             if answer.status != 200 or not isinstance(answer.body, dict):
                 break
             try:
-                page = canonical(answer.body, ANSWER_TYPES)
+                page = canonical(answer.body, ANSWER_TYPES, answer.text)
             except NotJsonLd:  # a broken list: the insurer judges the name itself
                 break
             for product in many(page.get("p:product")):

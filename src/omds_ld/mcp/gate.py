@@ -248,7 +248,7 @@ class Gate:
                 )
             )
         try:
-            return canonical(answer.body, frozenset({"bc:Offer"}))
+            return canonical(answer.body, frozenset({"bc:Offer"}), answer.text)
         except NotJsonLd as error:
             raise Refusal(
                 self.problem(

@@ -384,3 +384,17 @@ def test_an_answer_without_optional_parts_says_what_is_missing(service: InsurerS
     result = condensed(instance)
     assert OUTPUT.is_valid(result.structured)
     assert "Bonus-Malus-Stufe = 9" in result.text
+
+
+def test_an_escape_cannot_hide_a_namespace_or_a_graph_from_the_text_check() -> None:
+    from omds_ld import jsonwire
+    from omds_ld.norm.jsonld import _canonical_already, _canonical_text
+
+    for text in (
+        b'{"@context":"' + CONTEXT_URL.encode() + b'","https:\\/\\/w3id.org\\/omds-ld\\/p#x":1}',
+        b'{"@context":"' + CONTEXT_URL.encode() + b'","\\u0068ttps://w3id.org/omds-ld/p#x":1}',
+        b'{"@context":"' + CONTEXT_URL.encode() + b'","@gr\\u0061ph":[]}',
+    ):
+        document = jsonwire.loads(text)
+        assert not _canonical_already(document)
+        assert not _canonical_text(text, document), text

@@ -113,11 +113,14 @@ _TYPE_NOT_A_STRING = re.compile(rb'"@type"\s*:\s*[^"\s]')
 
 def _canonical_text(text: bytes, document: dict[str, Any]) -> bool:
     """Whether the JSON text ``document`` was read from shows it in the norm's canonical form,
-    without walking the tree (some 0.4 of the walk's time): no escape that could hide a key
+    without walking the tree (under a quarter of the walk's time): no escape that could hide a key
     (``\\u``, ``\\/``), none of the norm's namespaces anywhere, no ``@graph``, ``@context`` once
     and at the top (as the norm's URL) or not at all, every ``@type`` a string. True only where
     ``_canonical_already`` is; False says only that the tree must be walked."""
-    if b"\\u" in text or b"\\/" in text or b'"@graph"' in text:
+    # one byte is found at memchr's speed, two only at a third of a microsecond per kilobyte
+    if b"\\" in text and (b"\\u" in text or b"\\/" in text):
+        return False
+    if b'"@graph"' in text:
         return False
     if any(namespace in text for namespace in _NAMESPACE_BYTES):
         return False

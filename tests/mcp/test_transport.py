@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import http.server
 import socket
 import sys
@@ -12,7 +13,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from omds_ld.mcp.transport import (
@@ -75,6 +75,31 @@ def test_in_process_answer_beyond_the_limit_is_refused() -> None:
         asyncio.run(AsgiTransport(flood, timeout=5).request("GET", URL, {}, None))
 
 
+class _Gzip(http.server.BaseHTTPRequestHandler):
+    """Answers gzip-compressed when asked to: /small a short text, /bomb a small answer that
+    unfolds beyond the limit, /broken bytes that are no gzip, /brotli an encoding not asked for."""
+
+    def do_GET(self) -> None:
+        asked = self.headers.get("Accept-Encoding", "")
+        payloads = {
+            "/small": ("gzip", gzip.compress(b"a short answer, compressed")),
+            "/bomb": ("gzip", gzip.compress(b"0" * (MAX_ANSWER_BYTES + 1))),
+            "/broken": ("gzip", b"not gzip at all"),
+            "/brotli": ("br", b"whatever"),
+        }
+        coding, body = payloads[self.path]
+        if coding == "gzip" and "gzip" not in asked:
+            coding, body = "identity", b"uncompressed: the client did not ask for gzip"
+        self.send_response(200)
+        self.send_header("Content-Encoding", coding)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
 class _Flood(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.send_response(200)
@@ -98,13 +123,51 @@ class _Server(http.server.ThreadingHTTPServer):
 def _serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
     """A real HTTP server on a free loopback port, in a thread; its host:port."""
     server = _Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def gzip_server() -> Iterator[str]:
+    with _serving(_Gzip) as address:
+        yield f"http://{address}"
+
+
+def _get(url: str) -> RawAnswer:
+    async def run() -> RawAnswer:
+        async with HttpTransport(timeout=5) as transport:
+            return await transport.request("GET", url, {}, None)
+
+    return asyncio.run(run())
+
+
+def test_http_answer_compressed_is_read_decoded(gzip_server: str) -> None:
+    answer = _get(f"{gzip_server}/small")
+    assert answer.content == b"a short answer, compressed"
+    assert "content-encoding" not in answer.headers and "content-length" not in answer.headers
+
+
+def test_http_compressed_answer_that_unfolds_beyond_the_limit_is_refused(
+    gzip_server: str,
+) -> None:
+    with pytest.raises(InsurerUnavailable, match="too large"):
+        _get(f"{gzip_server}/bomb")
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"), [("/broken", "compressed answer is broken"), ("/brotli", "encoding")]
+)
+def test_http_answer_that_cannot_be_decoded_is_unreachable(
+    gzip_server: str, path: str, reason: str
+) -> None:
+    with pytest.raises(InsurerUnavailable, match=reason) as failure:
+        _get(gzip_server + path)
+    assert failure.value.kind == "unreachable"
 
 
 @pytest.fixture
@@ -115,8 +178,8 @@ def flooding_server() -> Iterator[str]:
 
 def test_http_answer_beyond_the_limit_is_refused(flooding_server: str) -> None:
     async def run() -> None:
-        async with httpx.AsyncClient(timeout=5) as client:
-            await HttpTransport(client).request("GET", flooding_server, {}, None)
+        async with HttpTransport(timeout=5) as transport:
+            await transport.request("GET", flooding_server, {}, None)
 
     with pytest.raises(InsurerUnavailable, match="too large"):
         asyncio.run(run())
@@ -161,8 +224,8 @@ def echo_server() -> Iterator[str]:
 async def _over_http(
     url: str, timeout: float = 5, path: str = "/api/calculations?offset=2"
 ) -> RawAnswer:
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
-        return await HttpTransport(client).request(
+    async with HttpTransport(timeout) as transport:
+        return await transport.request(
             "POST", f"http://{url}{path}", {"Idempotency-Key": "k-1"}, b'{"a":1}'
         )
 

@@ -31,7 +31,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Receive, Scope, Send
 
-from omds_ld import jsonwire, metrics
+from omds_ld import __version__, jsonwire, metrics
 from omds_ld.auth.resource import IDENTITY, TOKEN, KeySource, Refusal, ResourceGuard
 from omds_ld.auth.tokens import Identity, RemoteKeys
 from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
@@ -136,8 +136,13 @@ def _bearer(token: Callable[[], Any]) -> Callable[[], Any]:
     return headers
 
 
+def http_transport(config: McpConfig) -> HttpTransport:
+    """How every connector calls its insurer over the network: pooled, with a timeout."""
+    return HttpTransport(config.timeout_seconds, user_agent=f"omds-ld/{__version__}")
+
+
 def http_client(config: McpConfig) -> httpx.AsyncClient:
-    """The client every connector calls its insurer with: pooled, with a timeout."""
+    """A client for the other HTTP the server does (an authorization server's keys)."""
     return httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_seconds), follow_redirects=False)
 
 
@@ -882,17 +887,16 @@ def standalone_app(config: McpConfig, norm: Norm) -> Starlette:
             "--no-auth (every caller the same anonymous broker); or [auth] in --config"
         )
     state = make_state(config.redis_url)
-    client = http_client(config)
+    client = http_client(config)  # the authorization server's keys
     keys = RemoteKeys(config.auth.keys_uri, client) if config.auth.checks_tokens else None
     page = public_base(config.http, config.auth) + CONFIRMATION_PATH
-    connectors = build_connectors(
-        config, norm, state, HttpTransport(client), confirmation_page=page
-    )
+    transport = http_transport(config)
+    connectors = build_connectors(config, norm, state, transport, confirmation_page=page)
     hosting = McpHosting(connectors, config.http, state, config.auth, keys)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with client, state_in_use(state), hosting.running():
+        async with client, transport, state_in_use(state), hosting.running():
             freeze_startup_heap()
             yield
 
@@ -932,6 +936,6 @@ async def run_stdio(config: McpConfig, norm: Norm) -> None:
     if len(config.instances) != 1:
         raise ConfigError("omds-ld mcp --stdio serves exactly one instance")
     state = make_state(config.redis_url)
-    async with http_client(config) as client, state_in_use(state):
-        connectors = build_connectors(config, norm, state, HttpTransport(client))
+    async with http_transport(config) as transport, state_in_use(state):
+        connectors = build_connectors(config, norm, state, transport)
         await serve_stdio(next(iter(connectors.values())))

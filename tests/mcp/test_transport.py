@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import gzip
 import http.server
@@ -168,6 +169,44 @@ def test_http_answer_that_cannot_be_decoded_is_unreachable(
     with pytest.raises(InsurerUnavailable, match=reason) as failure:
         _get(gzip_server + path)
     assert failure.value.kind == "unreachable"
+
+
+class _Proxy(http.server.BaseHTTPRequestHandler):
+    """A forward proxy that answers itself: with the request line and credentials it was given."""
+
+    def do_GET(self) -> None:
+        text = f"proxy saw {self.path} auth={self.headers.get('Proxy-Authorization')}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        self.wfile.write(text)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_http_goes_through_the_proxy_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with _serving(_Proxy) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://broker:s%40cret@{proxy}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        answer = _get("http://insurer.example:8080/api/products")
+    credentials = base64.b64encode(b"broker:s@cret").decode()
+    assert answer.content.decode() == (
+        f"proxy saw http://insurer.example:8080/api/products auth=Basic {credentials}"
+    )
+
+
+def test_http_to_a_host_in_no_proxy_goes_direct(
+    monkeypatch: pytest.MonkeyPatch, gzip_server: str
+) -> None:
+    with _serving(_Proxy) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://{proxy}")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        answer = _get(f"{gzip_server}/small")
+    assert answer.content == b"a short answer, compressed"
 
 
 @pytest.fixture

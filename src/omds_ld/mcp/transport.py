@@ -7,14 +7,17 @@ distinct from any answer the insurer gives.
 
 from __future__ import annotations
 
+import ssl
+import urllib.request
 import zlib
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import httpcore
+import httpx
 
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
 
@@ -63,19 +66,34 @@ class HttpTransport:
     """The insurer's interface at a URL, over a pool of kept-alive HTTP/1.1 connections.
 
     httpcore's pool without httpx's client on top (no cookies, auth flows or URL normalization
-    to pass through: a third of a millisecond a call). Each phase (connect, write, read, wait
+    to pass through: a third of a millisecond a call), trusting the certificates and using the
+    proxies from the environment as httpx does. Each phase (connect, write, read, wait
     for a connection) has the timeout; redirects are answers, not followed. The answer may come
     gzip-compressed (asked for: insurers are reached over the internet too), is decoded in
     bounded steps and refused beyond ``MAX_ANSWER_BYTES`` decoded.
     """
 
     def __init__(self, timeout: float, user_agent: str = "omds-ld") -> None:
-        self.pool = httpcore.AsyncConnectionPool(
-            max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0
-        )
+        # the certificates httpx trusts: certifi's, or SSL_CERT_FILE / SSL_CERT_DIR if set
+        self.ssl_context = httpx.create_ssl_context()
+        self.pools: dict[str | None, httpcore.AsyncConnectionPool] = {}  # by proxy, None: direct
+        self.routes: dict[tuple[str, str], str | None] = {}  # (scheme, host): its proxy
         phases = ("connect", "read", "write", "pool")
         self.extensions: dict[str, Any] = {"timeout": dict.fromkeys(phases, timeout)}
         self.defaults = [(b"user-agent", user_agent.encode()), (b"accept-encoding", b"gzip")]
+
+    def _pool(self, url: str) -> httpcore.AsyncConnectionPool:
+        """The pool for ``url``: direct, or through the proxy the environment names for it
+        (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY; not for a host in NO_PROXY), as httpx did."""
+        parts = urlsplit(url)
+        route = (parts.scheme, parts.netloc)
+        if route not in self.routes:
+            self.routes[route] = environment_proxy(parts.scheme, parts.netloc)
+        proxy = self.routes[route]
+        pool = self.pools.get(proxy)
+        if pool is None:
+            pool = self.pools[proxy] = _new_pool(proxy, self.ssl_context)
+        return pool
 
     async def __aenter__(self) -> HttpTransport:
         return self
@@ -84,7 +102,8 @@ class HttpTransport:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self.pool.aclose()
+        for pool in self.pools.values():
+            await pool.aclose()
 
     async def request(
         self, method: str, url: str, headers: Mapping[str, str], content: bytes | None
@@ -93,7 +112,7 @@ class HttpTransport:
         named = {k for k, _ in given}
         raw_headers = [h for h in self.defaults if h[0] not in named] + given
         try:
-            async with self.pool.stream(
+            async with self._pool(url).stream(
                 method, url, headers=raw_headers, content=content, extensions=self.extensions
             ) as response:
                 answer_headers = _joined(response.headers)
@@ -111,6 +130,28 @@ class HttpTransport:
                 "unreachable", f"the insurer's compressed answer is broken ({error})", url
             ) from None
         return RawAnswer(response.status, answer_headers, body)
+
+
+def environment_proxy(scheme: str, netloc: str) -> str | None:
+    """The proxy the environment names for a host, None: none or the host is in NO_PROXY."""
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(scheme) or proxies.get("all")
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    if not proxy or bypass(netloc, proxies):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def _new_pool(proxy: str | None, ssl_context: ssl.SSLContext) -> httpcore.AsyncConnectionPool:
+    limits: dict[str, Any] = {
+        "max_connections": 100, "max_keepalive_connections": 20, "keepalive_expiry": 5.0
+    }  # fmt: skip
+    if proxy is None:
+        return httpcore.AsyncConnectionPool(ssl_context=ssl_context, **limits)
+    parts = urlsplit(proxy)
+    auth = (unquote(parts.username), unquote(parts.password or "")) if parts.username else None
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    return httpcore.AsyncHTTPProxy(bare, proxy_auth=auth, ssl_context=ssl_context, **limits)
 
 
 # everything but a timeout that keeps the pool from getting an answer

@@ -6,8 +6,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import settings
 
 from tests.servers import ExampleServer, RedisServer
+
+# No test asserts an absolute time: hypothesis's deadline per example (200 ms by default) would,
+# and on a machine busy with the other tests' servers an example takes longer now and then.
+settings.register_profile("omds-ld", deadline=None)
+settings.load_profile("omds-ld")
 
 
 @pytest.fixture(scope="session")

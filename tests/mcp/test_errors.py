@@ -181,7 +181,7 @@ def test_unavailable_insurer_is_temporary(failure: str, silent_port: int, tmp_pa
     # never reached: the MCP server does not know the insurer's tools yet; it says why
     assert problem["type"].endswith("/service-unavailable")
     assert problem["kind"] == "temporary"
-    why = "did not answer in time" if failure == "timeout" else "cannot be reached"
+    why = "did not answer within 1.0 s" if failure == "timeout" else "cannot be reached"
     assert why in problem["detail"]
     [entry] = [json.loads(line) for line in log.read_text().splitlines()]
     assert entry["outcome"] == "temporary"

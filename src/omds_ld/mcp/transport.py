@@ -7,17 +7,16 @@ distinct from any answer the insurer gives.
 
 from __future__ import annotations
 
-import ssl
 import urllib.request
-import zlib
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import anyio
-import httpcore
 import httpx
+
+from omds_ld.mcp.http1 import Client, HttpFailure, Origin
 
 MAX_ANSWER_BYTES = 2 * 1024 * 1024
 
@@ -63,37 +62,33 @@ def _too_large(url: str) -> InsurerUnavailable:
 
 
 class HttpTransport:
-    """The insurer's interface at a URL, over a pool of kept-alive HTTP/1.1 connections.
+    """The insurer's interface at a URL, over kept-alive HTTP/1.1 connections (``http1``).
 
-    httpcore's pool without httpx's client on top (no cookies, auth flows or URL normalization
-    to pass through: a third of a millisecond a call), trusting the certificates and using the
-    proxies from the environment as httpx does. Each phase (connect, write, read, wait
-    for a connection) has the timeout; redirects are answers, not followed. The answer may come
-    gzip-compressed (asked for: insurers are reached over the internet too), is decoded in
-    bounded steps and refused beyond ``MAX_ANSWER_BYTES`` decoded.
+    It trusts the certificates httpx trusts (certifi's, or those of ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR``) and uses the proxy the environment names for the insurer's host. Each
+    phase (a free connection, connecting, the whole answer) has the timeout; redirects are
+    answers, not followed. The answer may come gzip-compressed (asked for: insurers are reached
+    over the internet too), is decoded in bounded steps and refused beyond ``MAX_ANSWER_BYTES``.
     """
 
     def __init__(self, timeout: float, user_agent: str = "omds-ld") -> None:
-        # the certificates httpx trusts: certifi's, or SSL_CERT_FILE / SSL_CERT_DIR if set
-        self.ssl_context = httpx.create_ssl_context()
-        self.pools: dict[str | None, httpcore.AsyncConnectionPool] = {}  # by proxy, None: direct
-        self.routes: dict[tuple[str, str], str | None] = {}  # (scheme, host): its proxy
-        phases = ("connect", "read", "write", "pool")
-        self.extensions: dict[str, Any] = {"timeout": dict.fromkeys(phases, timeout)}
+        self.client = Client(timeout, httpx.create_ssl_context())
+        self.origins: dict[tuple[str, str], Origin] = {}  # by (scheme, host:port)
         self.defaults = [(b"user-agent", user_agent.encode()), (b"accept-encoding", b"gzip")]
 
-    def _pool(self, url: str) -> httpcore.AsyncConnectionPool:
-        """The pool for ``url``: direct, or through the proxy the environment names for it
-        (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY; not for a host in NO_PROXY), as httpx did."""
+    def _origin(self, url: str) -> Origin:
+        """Where ``url`` goes: direct, or through the proxy the environment names for it
+        (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY; not for a host in NO_PROXY), as httpx does."""
         parts = urlsplit(url)
-        route = (parts.scheme, parts.netloc)
-        if route not in self.routes:
-            self.routes[route] = environment_proxy(parts.scheme, parts.netloc)
-        proxy = self.routes[route]
-        pool = self.pools.get(proxy)
-        if pool is None:
-            pool = self.pools[proxy] = _new_pool(proxy, self.ssl_context)
-        return pool
+        key = (parts.scheme, parts.netloc)
+        origin = self.origins.get(key)
+        if origin is None:
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise InsurerUnavailable("unreachable", "the insurer's URL is not http(s)", url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            proxy = environment_proxy(parts.scheme, parts.netloc)
+            origin = self.origins[key] = Origin(parts.scheme, parts.hostname, port, proxy)
+        return origin
 
     async def __aenter__(self) -> HttpTransport:
         return self
@@ -102,8 +97,7 @@ class HttpTransport:
         await self.aclose()
 
     async def aclose(self) -> None:
-        for pool in self.pools.values():
-            await pool.aclose()
+        await self.client.aclose()
 
     async def request(
         self, method: str, url: str, headers: Mapping[str, str], content: bytes | None
@@ -112,24 +106,12 @@ class HttpTransport:
         named = {k for k, _ in given}
         raw_headers = [h for h in self.defaults if h[0] not in named] + given
         try:
-            async with self._pool(url).stream(
-                method, url, headers=raw_headers, content=content, extensions=self.extensions
-            ) as response:
-                answer_headers = _joined(response.headers)
-                body = await _body(response, answer_headers, url)
-        except httpcore.TimeoutException as error:
-            raise InsurerUnavailable(
-                "timeout", f"the insurer did not answer in time ({error!r})", url
-            ) from None
-        except _FAILURES as error:
-            raise InsurerUnavailable(
-                "unreachable", f"the insurer cannot be reached ({error!r})", url
-            ) from None
-        except zlib.error as error:
-            raise InsurerUnavailable(
-                "unreachable", f"the insurer's compressed answer is broken ({error})", url
-            ) from None
-        return RawAnswer(response.status, answer_headers, body)
+            answer = await self.client.request(
+                self._origin(url), method, url, raw_headers, content, MAX_ANSWER_BYTES
+            )
+        except HttpFailure as failure:
+            raise InsurerUnavailable(failure.kind, failure.detail, url) from None
+        return RawAnswer(answer.status, _joined(answer.headers), answer.body)
 
 
 def environment_proxy(scheme: str, netloc: str) -> str | None:
@@ -142,28 +124,6 @@ def environment_proxy(scheme: str, netloc: str) -> str | None:
     return proxy if "://" in proxy else f"http://{proxy}"
 
 
-def _new_pool(proxy: str | None, ssl_context: ssl.SSLContext) -> httpcore.AsyncConnectionPool:
-    limits: dict[str, Any] = {
-        "max_connections": 100, "max_keepalive_connections": 20, "keepalive_expiry": 5.0
-    }  # fmt: skip
-    if proxy is None:
-        return httpcore.AsyncConnectionPool(ssl_context=ssl_context, **limits)
-    parts = urlsplit(proxy)
-    auth = (unquote(parts.username), unquote(parts.password or "")) if parts.username else None
-    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-    return httpcore.AsyncHTTPProxy(bare, proxy_auth=auth, ssl_context=ssl_context, **limits)
-
-
-# everything but a timeout that keeps the pool from getting an answer
-_FAILURES = (
-    httpcore.NetworkError,
-    httpcore.ProtocolError,
-    httpcore.UnsupportedProtocol,
-    httpcore.ProxyError,
-    httpcore.ConnectionNotAvailable,
-)
-
-
 def _joined(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     """Header names in lower case; a repeated header's values joined with commas (RFC 9110)."""
     headers: dict[str, str] = {}
@@ -171,33 +131,6 @@ def _joined(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
     return headers
-
-
-async def _body(response: httpcore.Response, headers: dict[str, str], url: str) -> bytes:
-    """The answer's body, decoded, at most ``MAX_ANSWER_BYTES``."""
-    coding = headers.get("content-encoding", "identity").strip().lower()
-    if coding not in ("identity", "gzip"):
-        raise InsurerUnavailable(
-            "unreachable", f"the insurer answered in an encoding not asked for: {coding}", url
-        )
-    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if coding == "gzip" else None
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_stream():
-        if inflate is not None:
-            # never more than what still fits (and a byte to tell it did not): a small
-            # compressed answer cannot unfold into gigabytes in memory
-            chunk = inflate.decompress(chunk, MAX_ANSWER_BYTES - size + 1)
-        size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
-            raise _too_large(url)
-        chunks.append(chunk)
-    if inflate is not None:
-        if not inflate.eof:
-            raise zlib.error("the compressed answer ends early")
-        del headers["content-encoding"]
-        headers.pop("content-length", None)
-    return b"".join(chunks)
 
 
 class AsgiTransport:

@@ -4,6 +4,7 @@ limited; every refusal says how long to wait."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from pathlib import Path
@@ -46,6 +47,33 @@ def test_slow_and_silent_connections_are_cut_after_the_read_deadline(tmp_path: P
     finally:
         for sock in [*silent, slow]:
             sock.close()
+        server.stop()
+
+
+def test_a_head_beyond_its_cap_and_a_body_that_never_ends_are_cut(tmp_path: Path) -> None:
+    server = ExampleServer(tmp_path / "s.sqlite3", extra_args=["--request-read-seconds", "1"])
+    server.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port)) as endless:
+            endless.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            with contextlib.suppress(OSError):  # the server may close while this still sends
+                for _ in range(64):  # 64 KiB of headers, in pieces, quickly
+                    endless.sendall(b"x-filler: " + b"a" * 1012 + b"\r\n")
+            endless.settimeout(10)
+            answer = endless.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 431 "), answer
+            assert b"exceed 16384 bytes" in answer
+            assert _closed(endless, within=10) is not None
+        with socket.create_connection(("127.0.0.1", server.port)) as trickle:
+            trickle.sendall(
+                b"POST /omds-ld/insurers/pfefferminzia/api/calculations HTTP/1.1\r\n"
+                b"Host: 127.0.0.1\r\nContent-Type: application/ld+json\r\n"
+                b"Content-Length: 100\r\n\r\n{"
+            )  # and never the other 99 bytes
+            assert _closed(trickle, within=10) is not None, "a body that never ends is cut"
+        with httpx.Client() as client:  # the server itself is as it was
+            assert client.get(server.url + "/healthz").status_code == 200
+    finally:
         server.stop()
 
 

@@ -3,8 +3,10 @@
 uvicorn times out idle keep-alive connections, but not a client that sends a request slowly: one
 that trickles its headers (or never finishes its body) keeps its connection, and a thousand of
 them exhaust the file descriptors. So every request must be read completely within a deadline
-(``read_seconds``, head and body together), the connections are capped (beyond the cap new ones
-get 503 at once), and an idle keep-alive connection is closed after a few seconds.
+(``read_seconds``, head and body together), a request's head may not grow past 16 KiB (431),
+the connections are capped (beyond the cap new ones get 503 at once), and an idle keep-alive
+connection is closed after a few seconds. Requests are parsed by httptools (llhttp), uvicorn's
+fastest parser, which has no cap on a head of its own.
 """
 
 from __future__ import annotations
@@ -18,10 +20,9 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-import h11
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from omds_ld.settings import ConfigError
 
@@ -35,31 +36,45 @@ class Limits:
     read_seconds: float = 15.0  # to send one whole request, head and body
     max_connections: int = 1000  # open connections (and requests in flight) before 503
     keep_alive_seconds: float = 5.0  # an idle keep-alive connection is closed after this
+    max_head_bytes: int = 16 * 1024  # a request's line and headers (h11's default cap)
 
 
-class DeadlineH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, with a deadline for reading each request (head and body)."""
+class DeadlineProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol (llhttp, its fastest), with a deadline for reading each
+    request (head and body) and a cap on the size of its head, which llhttp does not have."""
 
     read_seconds = Limits.read_seconds
+    max_head_bytes = Limits.max_head_bytes
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
+        self._head: int | None = 0  # bytes of the request head so far; None: it is read
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm()
+        self._arm()  # a connection that never sends a request is cut too
 
     def data_received(self, data: bytes) -> None:
+        if self._head is not None:
+            self._head += len(data)
         super().data_received(data)
-        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR):
-            self._disarm()  # the request is read: the application takes its time
-        elif self._deadline is None:
+        if self._head is not None and self._head > self.max_head_bytes:
+            self._refuse_head()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._deadline is None:
             self._arm()  # the next request on this connection starts
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._disarm()  # the keep-alive timeout guards the idle connection until more data
+    def on_headers_complete(self) -> None:
+        self._head = None
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._disarm()  # the request is read: the application takes its time
+        self._head = 0
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -85,11 +100,26 @@ class DeadlineH11Protocol(H11Protocol):
             self.send_400_response(f"request not received within {self.read_seconds} s")
         self.transport.close()
 
+    def _refuse_head(self) -> None:
+        self._head = None
+        if self.transport.is_closing():
+            return
+        log.info("%s: request head beyond %s bytes; refused", self.client, self.max_head_bytes)
+        text = f"the request's line and headers exceed {self.max_head_bytes} bytes".encode()
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; "
+            b"charset=utf-8\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
+            % (len(text), text)
+        )
+        self.transport.close()
 
-def protocol(limits: Limits) -> type[DeadlineH11Protocol]:
-    """The protocol class with this process's read deadline."""
+
+def protocol(limits: Limits) -> type[DeadlineProtocol]:
+    """The protocol class with this process's read deadline and head cap."""
     return type(
-        "ConfiguredH11Protocol", (DeadlineH11Protocol,), {"read_seconds": limits.read_seconds}
+        "ConfiguredProtocol",
+        (DeadlineProtocol,),
+        {"read_seconds": limits.read_seconds, "max_head_bytes": limits.max_head_bytes},
     )
 
 

@@ -9,6 +9,7 @@ import base64
 import contextlib
 import datetime
 import ipaddress
+import select
 import socket
 import ssl
 import threading
@@ -278,18 +279,19 @@ def _tunnel(connection: socket.socket, number: int) -> None:
     host, _, port = request[0].split()[1].rpartition(":")
     with socket.create_connection((host, int(port))) as upstream:
         connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-
-        def pipe(source: socket.socket, target: socket.socket) -> None:
-            with contextlib.suppress(OSError):
-                while data := source.recv(65536):
-                    target.sendall(data)
-            with contextlib.suppress(OSError):
-                target.shutdown(socket.SHUT_WR)
-
-        back = threading.Thread(target=pipe, args=(upstream, connection), daemon=True)
-        back.start()
-        pipe(connection, upstream)
-        back.join()
+        # One thread moves the bytes both ways: an SSL socket may not be read in one thread
+        # and written in another at the same time.
+        other = {connection: upstream, upstream: connection}
+        while True:
+            pending = isinstance(connection, ssl.SSLSocket) and connection.pending()
+            ready = [connection] if pending else select.select(list(other), [], [], 5)[0]
+            if not ready:
+                return
+            for source in ready:
+                data = source.recv(65536)
+                if not data:
+                    return
+                other[source].sendall(data)
 
 
 @pytest.mark.parametrize("credentials", ["broker:s%40cret@", ""])
@@ -309,3 +311,27 @@ def test_https_goes_through_the_proxy_in_a_tunnel(
         else:
             with pytest.raises(InsurerUnavailable, match=r"proxy refused the tunnel .* 407"):
                 _ask(f"https://127.0.0.1:{tls_server}/api", ("GET", {}, None))
+
+
+def test_https_goes_in_a_tunnel_through_a_proxy_spoken_to_over_tls(
+    monkeypatch: pytest.MonkeyPatch,
+    certificate: tuple[Path, Path],
+    tls_server: int,
+) -> None:
+    """An ``https://`` proxy: TLS to the proxy, and the insurer's TLS inside that tunnel."""
+    _no_proxy(monkeypatch)
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificate)
+    tunnels: list[int] = []
+
+    def tunnel(connection: socket.socket, number: int) -> None:
+        assert isinstance(connection, ssl.SSLSocket)  # the proxy is spoken to over TLS
+        tunnels.append(number)
+        _tunnel(connection, number)
+
+    with _tcp_server(tunnel, tls=context) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", f"https://broker:s%40cret@127.0.0.1:{proxy}")
+        answers = _ask(f"https://127.0.0.1:{tls_server}/api", *[("GET", {}, None)] * 2)
+    assert [a.content for a in answers] == [b"GET /api HTTP/1.1 on connection 0"] * 2
+    assert tunnels == [0]  # one tunnel, kept alive for both calls

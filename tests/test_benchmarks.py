@@ -55,3 +55,13 @@ def test_upstream_benchmark_compares_our_client_with_httpcore_and_httpx() -> Non
         row = next(line for line in out.splitlines() if arm in line)
         figures = row.split()[-6:]  # p50 and CPU for each of the three requests
         assert all(float(figure) > 0 for figure in figures), row
+
+
+def test_against_benchmark_runs_the_flows_on_an_earlier_commits_server_and_this_trees() -> None:
+    out = run("against.py", "--before", "HEAD", "--flows", "2", "--seconds", "1", "--rounds", "1")
+    for server in ("before", "now"):
+        for arm in ("interface alone", "serve, MCP"):
+            row = next(line for line in out.splitlines() if f"1 · {server} · {arm}" in line)
+            assert float(row.split()[-2]) > 0, out  # flows/s: flows reached the premium
+    assert "a flow failed" not in out, out
+    assert "now / before" in out

@@ -1,0 +1,131 @@
+"""The insurer's side against an earlier commit: the same flows, the server of both, in one run.
+
+Starts ``omds-ld serve`` twice, once from the sources of an earlier commit (``--before``, by
+default the state #20 was filed on, before validation was compiled) and once from this tree, and
+drives both with the light generator of ``benchmarks/load.py`` (raw JSON-RPC, 2026-07-28): a
+fixed number of flows at once for a fixed time, the interface alone over plain HTTP and the same
+flow through the MCP endpoint of ``serve``. Rounds alternate between the two servers, so a
+moment of a noisy machine falls on both. Prints per round flows/s and the server's CPU per flow,
+then each arm's ratio (now over before, the median of the rounds).
+
+The earlier sources are taken with ``git archive`` and run with this environment's packages: a
+commit that needs other dependencies than the installed ones cannot be measured this way. Run:
+``.venv/bin/python benchmarks/against.py [--before REV] [--flows N] [--seconds S] [--rounds N]``.
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+# This folder holds an mcp.py: it must not shadow the mcp package; the repository is needed.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks")]
+
+import httpx  # noqa: E402
+
+from benchmarks.load import cpu_seconds, interface_flow, light_flow  # noqa: E402
+from tests.servers import ExampleServer  # noqa: E402
+
+FILED = "3dfe4ac^"  # main when #20 was filed: validation by pySHACL on every request
+
+
+def sources(revision: str, folder: Path) -> Path:
+    """The ``src`` folder of ``revision``, unpacked into ``folder``."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", revision, "src"],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    return folder / "src"
+
+
+async def flows_for(mode: str, url: str, concurrency: int, seconds: float) -> tuple[int, float]:
+    """Flows that reached the premium, ``concurrency`` at once for ``seconds``; the time taken."""
+    http = httpx.AsyncClient(
+        timeout=60,
+        limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+    )
+    flow = light_flow if mode == "mcp" else interface_flow
+    calls: list[float] = []
+    done = 0
+    deadline = time.perf_counter() + seconds
+
+    async def agent() -> None:
+        nonlocal done
+        while time.perf_counter() < deadline:
+            if not await flow(http, url, calls):
+                return  # it printed why; the rate shows the loss
+            done += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(agent() for _ in range(concurrency)))
+    taken = time.perf_counter() - started
+    await http.aclose()
+    return done, taken
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default=FILED, help=f"the earlier commit (default {FILED})")
+    parser.add_argument("--flows", type=int, default=8, help="flows at once")
+    parser.add_argument("--seconds", type=float, default=15.0, help="per arm and round")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds")
+    args = parser.parse_args()
+    limits = ["--max-connections", "4000", "--max-sessions", "5000",
+              "--max-sessions-per-client", "5000"]  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        earlier = sources(args.before, Path(folder) / "before")
+        servers: dict[str, ExampleServer] = {}
+        for name, src in (("before", earlier), ("now", ROOT / "src")):
+            server = ExampleServer(Path(folder) / f"{name}.sqlite3", extra_args=limits)
+            os.environ["PYTHONPATH"] = str(src)  # the server's process imports omds_ld from here
+            try:
+                server.start()
+            finally:
+                del os.environ["PYTHONPATH"]
+            servers[name] = server
+        try:
+            print(
+                f"{args.flows} flows at once, {args.seconds:g} s per arm and round; before: "
+                f"{args.before}, now: this tree"
+            )
+            print(f"  {'round · server · arm':<36} {'flows/s':>8} {'CPU/flow':>9}")
+            rates: dict[tuple[str, str], list[float]] = {}
+            for round_ in range(1, args.rounds + 1):
+                for name, server in servers.items():
+                    assert server.process is not None
+                    arms = (("interface alone", "interface", server.api("pfefferminzia")),
+                            ("serve, MCP", "mcp", server.mcp("pfefferminzia")))  # fmt: skip
+                    for arm, mode, url in arms:
+                        cpu = cpu_seconds(server.process.pid)
+                        done, taken = asyncio.run(flows_for(mode, url, args.flows, args.seconds))
+                        cpu = cpu_seconds(server.process.pid) - cpu
+                        rates.setdefault((arm, name), []).append(done / taken)
+                        print(
+                            f"  {f'{round_} · {name} · {arm}':<36} {done / taken:>8.1f}"
+                            f" {cpu * 1000 / max(1, done):>7.1f}ms"
+                        )
+            print("now / before, flows/s (median of the rounds):")
+            for arm in ("interface alone", "serve, MCP"):
+                before = statistics.median(rates[(arm, "before")])
+                now = statistics.median(rates[(arm, "now")])
+                print(f"  {arm:<20} {now / before if before else float('nan'):>5.2f} x")
+        finally:
+            for server in servers.values():
+                server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -149,6 +149,9 @@ def _framed(connection: socket.socket, number: int) -> None:
     elif path == "/informational":
         connection.sendall(b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\n")
         _answer(connection, b"the answer", b'etag: "v2"\r\n')
+    elif path == "/head":  # what GET would answer, without its body
+        connection.sendall(b'HTTP/1.1 200 OK\r\ncontent-length: 12\r\netag: "v1"\r\n\r\n')
+        time.sleep(1)  # a client waiting for the 12 bytes would time out
     elif path == "/drip":
         connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n")
         for _ in range(100):
@@ -167,6 +170,12 @@ def test_an_answer_is_read_however_it_is_framed(path: str, content: bytes) -> No
     assert answer.status == 200 and answer.content == content
     if path == "/informational":
         assert "link" not in answer.headers and answer.headers["etag"] == '"v2"'
+
+
+def test_the_answer_to_head_is_its_head_though_it_names_a_length() -> None:
+    with _tcp_server(_framed) as port:
+        answers = _ask(f"http://127.0.0.1:{port}/head", *[("HEAD", {}, None)] * 2)
+    assert [(a.status, a.content, a.headers["etag"]) for a in answers] == [(200, b"", '"v1"')] * 2
 
 
 def test_an_answer_that_drips_past_the_timeout_is_a_timeout() -> None:

@@ -64,9 +64,10 @@ _FORBIDDEN = frozenset(b"\r\n\0")
 class _Reading:
     """The answer one request is reading: its parts so far, decoded and counted."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, bodiless: bool = False) -> None:
         self.done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self.limit = limit
+        self.bodiless = bodiless  # an answer to HEAD: its head is all of it
         self.status = 0
         self.headers: Headers = []
         self.chunks: list[bytes] = []
@@ -182,8 +183,13 @@ class _Connection(asyncio.Protocol):
             self.reading.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
-        if self.reading is not None:
-            self.reading.headers_complete(self.parser.get_status_code())
+        reading = self.reading
+        if reading is not None:
+            reading.headers_complete(self.parser.get_status_code())
+            if reading.bodiless and reading.status >= 200:
+                # httptools cannot be told to expect no body: the answer is complete, and the
+                # connection is not reused, where the parser would wait for content-length bytes
+                reading.complete(keep_alive=False)
 
     def on_body(self, body: bytes) -> None:
         if self.reading is not None:
@@ -195,7 +201,7 @@ class _Connection(asyncio.Protocol):
 
     async def exchange(self, request: bytes, limit: int) -> Answer:
         assert isinstance(self.transport, asyncio.WriteTransport)
-        self.reading = reading = _Reading(limit)
+        self.reading = reading = _Reading(limit, bodiless=request.startswith(b"HEAD "))
         try:
             self.transport.write(request)
             answer = await reading.done

@@ -344,3 +344,35 @@ def test_https_goes_in_a_tunnel_through_a_proxy_spoken_to_over_tls(
         answers = _ask(f"https://127.0.0.1:{tls_server}/api", *[("GET", {}, None)] * 2)
     assert [a.content for a in answers] == [b"GET /api HTTP/1.1 on connection 0"] * 2
     assert tunnels == [0]  # one tunnel, kept alive for both calls
+
+
+def test_the_host_header_names_the_server_never_the_urls_user_information() -> None:
+    seen: list[dict[str, str]] = []
+
+    def record(connection: socket.socket, number: int) -> None:
+        reader = connection.makefile("rb")
+        while (request := _read_request(reader)) is not None:
+            seen.append(request[1])
+            _answer(connection, b"ok")
+
+    with _tcp_server(record) as port:
+        _ask(f"http://broker:s3cret@127.0.0.1:{port}/api", ("GET", {}, None))
+    assert seen[0]["host"] == f"127.0.0.1:{port}"
+    assert not any("s3cret" in value for value in seen[0].values())
+
+
+def test_a_tunnel_to_an_ipv6_address_names_it_in_brackets(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines: list[str] = []
+
+    def refuse(connection: socket.socket, number: int) -> None:
+        request = _read_request(connection.makefile("rb"))
+        assert request is not None
+        lines.append(request[0])
+        connection.sendall(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+
+    _no_proxy(monkeypatch)
+    with _tcp_server(refuse) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy}")
+        with pytest.raises(InsurerUnavailable, match="refused the tunnel"):
+            _ask("https://[::1]:8443/api", ("GET", {}, None))
+    assert lines == ["CONNECT [::1]:8443 HTTP/1.1"]

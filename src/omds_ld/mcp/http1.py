@@ -391,7 +391,8 @@ class Client:
             _TunnelHead, proxy_host, proxy_port, ssl=proxy_tls,
             server_hostname=proxy_host if proxy_tls else None,
         )  # fmt: skip
-        authority = f"{origin.host}:{origin.port}".encode()
+        host = f"[{origin.host}]" if ":" in origin.host else origin.host  # an IPv6 address
+        authority = f"{host}:{origin.port}".encode()
         credentials = _proxy_authorization(origin.proxy)
         transport.write(
             b"CONNECT " + authority + b" HTTP/1.1\r\nhost: " + authority + b"\r\n"
@@ -429,7 +430,8 @@ def _request_bytes(
         url if through_proxy else (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     )
     try:
-        lines = [(b"host", parts.netloc.encode("ascii"))]
+        # never the URL's user information: Host names the server only
+        lines = [(b"host", parts.netloc.rpartition("@")[2].encode("ascii"))]
         head = method.encode("ascii") + b" " + target.encode("ascii") + b" HTTP/1.1\r\n"
     except UnicodeEncodeError:
         raise HttpFailure("unreachable", "the URL cannot be sent to the insurer as given") from None

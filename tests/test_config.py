@@ -92,6 +92,8 @@ def test_options_that_describe_an_instance_are_refused_beside_a_file(
     [
         (["mcp", "--stdio"], "give --config FILE, or --api URL and --name NAME"),
         (["mcp", "--stdio", "--api", "ftp://x", "--name", "x"], "api is an http(s) URL"),
+        (["mcp", "--stdio", "--api", "https://u:p@insurer.example/api", "--name", "x"],
+         "api names no user or password"),
         (["mcp", "--stdio", "--api", API, "--name", "p", "--header", "novalue"], "not NAME=VALUE"),
         (["mcp", "--http", "--api", API, "--name", "p"], "say who may call"),
         (["mcp", "--http", "--no-auth", "--api", API, "--name", "p", "--max-sessions", "0"],

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from omds_ld.hosts import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from omds_ld.settings import ConfigError, at_least, from_table, minutes_as, read_toml
@@ -39,6 +40,11 @@ class InstanceConfig:
             )
         if not self.api.startswith(("http://", "https://")):
             raise ConfigError(f"instance {self.name}: api is an http(s) URL, not {self.api!r}")
+        if "@" in urlsplit(self.api).netloc:
+            raise ConfigError(
+                f"instance {self.name}: api names no user or password (they would not be "
+                "sent): give the insurer's credentials as token or headers"
+            )
 
     @property
     def upstream_headers(self) -> dict[str, str]:

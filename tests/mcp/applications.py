@@ -74,18 +74,23 @@ def application(offer: Any, **changes: Any) -> dict[str, Any]:
     return body
 
 
+MISSING = object()  # an answer whose form has no "confirm" at all
+
+
 class Person:
     """The person using the client: answers every confirmation as told, and remembers what
     they were shown."""
 
-    def __init__(self, action: str = "accept", confirm: bool = True) -> None:
+    def __init__(self, action: str = "accept", confirm: Any = True) -> None:
         self.action = action
         self.confirm = confirm
         self.shown: list[str] = []
 
     async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.shown.append(params.message)
-        content = {"confirm": self.confirm} if self.action == "accept" else None
+        content = None
+        if self.action == "accept":
+            content = {} if self.confirm is MISSING else {"confirm": self.confirm}
         return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
 
 

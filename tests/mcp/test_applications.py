@@ -16,9 +16,13 @@ from typing import Any
 import httpx
 
 from omds_ld.mcp.condense import answer_of
+from omds_ld.mcp.confirm import shown_digest
 from tests.mcp.applications import (
     IBAN,
+    MISSING,
     OLD_TIMBER_HOUSE,
+    PAYMENT,
+    PERSON,
     Person,
     application,
     make_offer,
@@ -80,16 +84,20 @@ def test_an_application_binds_only_after_the_person_confirmed_what_they_were_sho
 
     run(server.mcp("pfefferminzia"), body, "2026-07-28", person)
     [shown] = person.shown
-    for said in ("Pfefferminzia", "Kraftfahrt 2025", "1684.88 EUR", "Anna Berger", "…3201",
-                 "SEPA", "in-person", "bindet den Kunden", "binds"):  # fmt: skip
+    # the person sees everything the application binds the customer to, in full
+    for said in ("Pfefferminzia", "Kraftfahrt 2025", "1684.88 EUR", "Anna Berger", IBAN,
+                 "SEPA", "in-person", "1985-04-12", "Hauptstraße 1, 1010 Wien",
+                 "anna.berger@example.at", "bindet den Kunden", "binds"):  # fmt: skip
         assert said in shown, said
-    assert IBAN not in shown
+    # the model does not: its answer masks the account
     assert found["state"] == "accepted" and found["policyNumber"].startswith("PFM-")
     assert found["payment"]["iban"] == "…3201" and IBAN not in found["text"]
     record = stored(server, found["applicationId"])
     confirmation = record["consent"]["bc:confirmation"]
     assert confirmation["bc:confirmedVia"] == "elicitation (input_required)"
-    assert confirmation["bc:shown"] == " · ".join(shown.splitlines())
+    # what was shown is kept as its digest only, never as the text that names the customer
+    assert confirmation["bc:shownDigest"] == shown_digest(shown)
+    assert "Anna" not in json.dumps(confirmation)
     # personal data are never logged by the MCP server
     assert IBAN not in server.request_log.read_text() and "1985-04-12" not in (
         server.request_log.read_text()
@@ -157,10 +165,11 @@ def test_a_client_that_cannot_ask_gets_a_confirmation_page_then_the_retry_applie
     with httpx.Client(timeout=10) as http:
         shown = http.get(page.group(1))
         assert shown.status_code == 200 and "1684.88 EUR" in shown.text
-        assert IBAN not in shown.text and shown.headers["x-frame-options"] == "DENY"
+        assert IBAN in shown.text and shown.headers["x-frame-options"] == "DENY"
         assert http.post(page.group(1), data={"answer": "confirm"}).status_code == 422  # no name
         confirmed = http.post(page.group(1), data={"answer": "confirm", "name": "Maria Makler"})
         assert confirmed.status_code == 200 and "Confirmed by Maria Makler" in confirmed.text
+    assert IBAN not in state["text"]  # the model's text names the page, not what it shows
     made: dict[str, Any] = {}
 
     async def retry(client: Client) -> None:
@@ -499,3 +508,90 @@ def test_over_http_a_2025_client_with_elicitation_is_asked_by_a_form(
     assert len(person.shown) == 1 and made["state"] == "accepted"
     via = stored(server, made["applicationId"])["consent"]["bc:confirmation"]["bc:confirmedVia"]
     assert via == "elicitation (form)"
+
+
+def test_only_the_boolean_yes_binds_in_either_era(server: ExampleServer) -> None:
+    """A form sent with "false", "no", [""] or no box at all is a no: nothing is created, and
+    the agent is told the person did not confirm."""
+    for mode in ("2026-07-28", "legacy"):
+        for answer in ("false", "no", [""], MISSING):
+            person = Person("accept", answer)
+            seen: dict[str, Any] = {}
+
+            async def body(client: Client, seen: dict[str, Any] = seen) -> None:
+                offer = await make_offer(client)
+                result = await client.call_tool(
+                    "createApplication",
+                    {"offerId": answer_of(offer)["offer"]["offerId"], "body": application(offer)},
+                )
+                seen.update(offer=answer_of(offer)["offer"]["offerId"], result=result)
+
+            run(server.mcp("pfefferminzia"), body, mode, person)
+            assert len(person.shown) == 1, (mode, answer)
+            assert seen["result"].is_error, (mode, answer)
+            assert problem_type(seen["result"]) == "confirmation-declined", (mode, answer)
+            assert applications_of(server, seen["offer"]) == [], (mode, answer)
+
+
+def test_a_yes_confirms_one_call_and_is_asked_again_after_a_withdrawal(
+    server: ExampleServer,
+) -> None:
+    """The same call without an idempotencyKey, after the application it made was withdrawn,
+    is a new act: the person is asked again (here they say no, and nothing is made)."""
+    yes = Person()
+    state: dict[str, Any] = {}
+
+    async def first(client: Client) -> None:
+        offer = await make_offer(client, EXPENSIVE)  # referred: it may be withdrawn
+        arguments = {"offerId": answer_of(offer)["offer"]["offerId"], "body": application(offer)}
+        made = await client.call_tool("createApplication", arguments)
+        assert not made.is_error, made.content[0].text
+        withdrawn = await follow(client, step(made, "withdrawApplication"))
+        assert answer_of(withdrawn)["application"]["state"] == "withdrawn"
+        state.update(arguments=arguments)
+
+    run(server.mcp("pfefferminzia"), first, "2026-07-28", yes)
+    assert len(yes.shown) == 1
+    no = Person("decline")
+
+    async def again(client: Client) -> None:
+        result = await client.call_tool("createApplication", state["arguments"])
+        assert result.is_error and problem_type(result) == "confirmation-declined"
+
+    run(server.mcp("pfefferminzia"), again, "2026-07-28", no)
+    assert len(no.shown) == 1  # asked again: the first yes was spent by the first call
+    states = [s for _, s in applications_of(server, state["arguments"]["offerId"])]
+    assert states == ["withdrawn"]
+
+
+def test_every_change_of_what_binds_changes_what_the_person_is_shown(
+    server: ExampleServer,
+) -> None:
+    """The same IBAN's last four digits with another account, another holder, birth date,
+    address or e-mail: each is put to the person as what it is."""
+    other_iban = "AT723200000012343201"  # another bank's account, ending in 3201 too
+    changes = {
+        "iban": {"bc:payment": {**PAYMENT, "bc:iban": other_iban}},
+        "holder": {"bc:payment": {**PAYMENT, "bc:accountHolder": "Bernd Berger"}},
+        "birth": {"bc:policyholder": {**PERSON, "p:birthDate": "1986-04-12"}},
+        "address": {"bc:policyholder": {**PERSON, "p:streetAddress": "Hauptstraße 11"}},
+        "email": {"bc:policyholder": {**PERSON, "p:email": "a.berger@example.at"}},
+    }
+    person = Person("decline")
+
+    async def body(client: Client) -> None:
+        offer = await make_offer(client)
+        offer_id = answer_of(offer)["offer"]["offerId"]
+        for change in (None, *changes.values()):
+            sent = application(offer, **(change or {}))
+            result = await client.call_tool(
+                "createApplication", {"offerId": offer_id, "body": sent}
+            )
+            assert problem_type(result) == "confirmation-declined"
+
+    run(server.mcp("pfefferminzia"), body, "2026-07-28", person)
+    _, *changed = person.shown
+    assert len(set(person.shown)) == len(person.shown)  # no two the same
+    assert other_iban in changed[0] and IBAN not in changed[0]
+    assert "Bernd Berger" in changed[1] and "1986-04-12" in changed[2]
+    assert "Hauptstraße 11" in changed[3] and "a.berger@example.at" in changed[4]

@@ -84,6 +84,19 @@ def test_deleted_keys_are_gone(run_on: Callable[[Check], None]) -> None:
     run_on(check)
 
 
+def test_of_callers_popping_one_key_exactly_one_gets_it(run_on: Callable[[Check], None]) -> None:
+    """A yes kept for one call is taken by one call, however many race for it."""
+
+    async def check(state: StateStore) -> None:
+        await state.set("confirm:given:d", b"yes", 60)
+        taken = await asyncio.gather(*(state.pop("confirm:given:d") for _ in range(20)))
+        assert taken.count(b"yes") == 1 and taken.count(None) == 19
+        assert await state.get("confirm:given:d") is None
+        assert await state.pop("confirm:given:never") is None
+
+    run_on(check)
+
+
 def test_redis_stores_with_other_prefixes_share_nothing(redis_server: RedisServer) -> None:
     async def check() -> tuple[bytes | None, bytes | None]:
         first = RedisStateStore.from_url(redis_server.url, prefix="one:")

@@ -10,9 +10,12 @@ using the client has confirmed what it binds to. The MCP server asks them the wa
 - otherwise: a tool error (``confirmation-required``) with a confirmation page of this
   deployment; the person confirms there and the agent retries with the same idempotencyKey.
 
-What the person confirmed is kept by the call's digest (its arguments, the broker), so a retry of
-the same call (the answer was lost) is not asked again and sends the same consent to the insurer;
-the record (who, when, how, what was shown) goes into the consent as ``bc:confirmation``.
+A yes is the boolean yes the question asked for; any other answer is a no. It confirms one call:
+a call without an idempotencyKey spends it, a call with one keeps it for the retries of that key
+(the answer was lost: the same consent goes to the insurer, which acts once per key), and another
+key, another call or a call after a withdrawal is asked anew. What is kept of a yes is who, when,
+how and a digest of what the person was shown, never the text (it names the customer); the record
+goes into the consent as ``bc:confirmation``.
 """
 
 from __future__ import annotations
@@ -47,29 +50,46 @@ SCHEMA: types.ElicitRequestedSchema = {
 }
 
 
+MAX_WHO = 200  # the norm's bound on bc:confirmedBy: a client's long name never breaks the call
+
+
 @dataclass(frozen=True)
 class Confirmed:
-    """A person's yes: who, when, how, and exactly what they were shown."""
+    """A person's yes: who, when, how, and the digest of exactly what they were shown."""
 
     who: str
     at: str
     via: str
-    shown: str
+    shown: str  # "sha256:<hex>" of the text shown
 
     def to_jsonld(self) -> dict[str, str]:
         return {
-            "bc:confirmedBy": self.who,
+            "bc:confirmedBy": " ".join(self.who.split())[:MAX_WHO],
             "bc:confirmedAt": self.at,
             "bc:confirmedVia": self.via,
-            # one line: values sent to an insurer carry no control characters
-            "bc:shown": " · ".join(
-                line.strip() for line in self.shown.splitlines() if line.strip()
-            ),
+            "bc:shownDigest": self.shown,
         }
+
+    @classmethod
+    def of(cls, who: str, via: str, shown: str) -> Confirmed:
+        """A yes given now to the text ``shown``."""
+        return cls(who, now(), via, shown_digest(shown))
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Confirmed:
         return cls(str(record["who"]), str(record["at"]), str(record["via"]), str(record["shown"]))
+
+
+def shown_digest(shown: str) -> str:
+    """What binds the customer, as the person saw it: a digest, so that nothing kept or sent
+    repeats the customer's data."""
+    return "sha256:" + hashlib.sha256(shown.encode("utf-8")).hexdigest()
+
+
+def is_yes(action: str, content: Mapping[str, Any] | None) -> bool:
+    """Whether an answer is the boolean yes the question asked for (``confirm: true``); a text,
+    a list, a missing box, anything else is a no."""
+    return action == "accept" and (content or {}).get("confirm") is True
 
 
 class Person(Protocol):
@@ -94,7 +114,7 @@ class FormElicitation:
 
     async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
         result = await self.session.elicit_form(message, SCHEMA, self.request_id)
-        if result.action == "accept" and not (result.content or {}).get("confirm"):
+        if result.action == "accept" and not is_yes(result.action, result.content):
             return "decline"  # the form was sent without the box ticked
         action: Action = result.action
         return action
@@ -119,7 +139,7 @@ class RoundTrip:
         response = self.responses.get(INPUT_KEY)
         if not isinstance(response, types.ElicitResult):
             return "cancel"
-        if response.action == "accept" and not (response.content or {}).get("confirm"):
+        if response.action == "accept" and not is_yes(response.action, response.content):
             return "decline"
         action: Action = response.action
         return action
@@ -157,6 +177,12 @@ class Confirmations:
         raw = await self.state.get(f"confirm:given:{digest}")
         return Confirmed.from_record(json.loads(raw)) if raw else None
 
+    async def take(self, digest: str) -> Confirmed | None:
+        """A yes for a call without an idempotencyKey: used by this call, gone for any other
+        (of two such calls at once, one gets it)."""
+        raw = await self.state.pop(f"confirm:given:{digest}")
+        return Confirmed.from_record(json.loads(raw)) if raw else None
+
     async def give(self, digest: str, confirmed: Confirmed) -> None:
         record = json.dumps(confirmed.__dict__).encode()
         await self.state.set(f"confirm:given:{digest}", record, CONFIRMATION_TTL)
@@ -178,6 +204,15 @@ class Confirmations:
         raw = await self.state.get(f"confirm:pending:{pending}")
         return json.loads(raw) if raw else None
 
+    async def answered(self, pending: str, digest: str) -> dict[str, Any] | None:
+        """The question a round trip's answer names, taken (it is answered once), if it was asked
+        for this call."""
+        raw = await self.state.pop(f"confirm:pending:{pending}")
+        question = json.loads(raw) if raw else None
+        if question is None or question.get("digest") != digest:
+            return None
+        return question  # type: ignore[no-any-return]
+
     async def answer_page(self, pending: str, yes: bool, who: str) -> dict[str, Any] | None:
         """The person's answer on the confirmation page: a yes is kept by the call's digest."""
         question = await self.question(pending)
@@ -189,7 +224,7 @@ class Confirmations:
             f"confirm:pending:{pending}", json.dumps(question).encode(), PENDING_TTL
         )
         if yes:
-            confirmed = Confirmed(who, now(), "confirmation page", question["shown"])
+            confirmed = Confirmed.of(who, "confirmation page", question["shown"])
             await self.give(question["digest"], confirmed)
         else:
             await self.state.set(f"confirm:declined:{question['digest']}", b"1", PENDING_TTL)

@@ -22,7 +22,6 @@ from omds_ld.mcp.confirm import (
     Person,
     RoundTrip,
     call_digest,
-    now,
 )
 from omds_ld.mcp.refusal import Refusal
 from omds_ld.mcp.upstream import CALLER, Upstream
@@ -72,7 +71,10 @@ class Gate:
         clean = _without_confirmation(arguments)
         broker = CALLER.get().subject or "-"
         digest = call_digest(self.insurer, broker, spec.name, clean)
-        confirmed = await self.confirmations.given(digest)
+        # a yes confirms one call: the retries of one idempotencyKey are that call
+        keyed = bool(clean.get("idempotencyKey"))
+        given = self.confirmations.given if keyed else self.confirmations.take
+        confirmed = await given(digest)
         if confirmed is None and await self.confirmations.declined(digest):
             raise self._declined("decline")
         if confirmed is None and isinstance(person, RoundTrip) and person.answering:
@@ -87,21 +89,21 @@ class Gate:
                 return answer
             if answer != "accept":
                 raise self._declined(answer)
-            confirmed = Confirmed(who, now(), person.via, shown)
+            confirmed = Confirmed.of(who, person.via, shown)
+        if keyed:
             await self.confirmations.give(digest, confirmed)
         return _with_confirmation(clean, confirmed)
 
     async def _answered(self, person: RoundTrip, digest: str, who: str) -> Confirmed | None:
-        """The person's answer a retried call carries, if it answers this call's question."""
-        question = await self.confirmations.question(person.answering or "")
-        if question is None or question.get("digest") != digest:
-            return None  # too late, or for another call: asked anew
+        """The person's answer a retried call carries, if it answers this call's question (once:
+        the question is gone with its answer, so the same answer confirms no second call)."""
+        question = await self.confirmations.answered(person.answering or "", digest)
+        if question is None:
+            return None  # too late, answered before, or for another call: asked anew
         action = person.answer()
         if action != "accept":
             raise self._declined(action)
-        confirmed = Confirmed(who, now(), person.via, str(question["shown"]))
-        await self.confirmations.give(digest, confirmed)
-        return confirmed
+        return Confirmed.of(who, person.via, str(question["shown"]))
 
     def _declined(self, action: str) -> Refusal:
         what = "declined" if action == "decline" else "cancelled"
@@ -186,33 +188,40 @@ class Gate:
     def _application_lines(
         self, offer: Mapping[str, Any], product: str, body: Mapping[str, Any]
     ) -> list[str]:
+        """Everything the application binds the customer to, in full: the person sees what the
+        model is not shown (the whole account, the holder, the policyholder's identity, where
+        the documents go), so a change of any of it changes what they confirm."""
         premium = offer.get("bc:premium") or {}
         de_period, en_period = PERIODS.get(str(premium.get("bc:period")), ("", ""))
         amount = f"{premium.get('bc:gross')} {premium.get('bc:currency', '')}".strip()
         holder = body.get("bc:policyholder") or {}
-        name = (
-            holder.get("p:legalName")
-            or f"{holder.get('p:givenName', '')} {holder.get('p:familyName', '')}".strip()
-        )
         payment = body.get("bc:payment") or {}
         de_freq, en_freq = FREQUENCIES.get(str(payment.get("bc:paymentFrequency")), ("", ""))
         de_method, en_method = METHODS.get(str(payment.get("bc:paymentMethod")), ("", ""))
-        iban = str(payment.get("bc:iban", ""))
-        account = f" …{iban[-4:]}" if iban else ""
+        account = _account(payment)
         consent = body.get("bc:consent") or {}
         by, how, at = (consent.get(k, "") for k in
                        ("bc:consentedBy", "bc:consentMethod", "bc:consentedAt"))  # fmt: skip
         start = body.get("bc:startDate", "")
+        email = holder.get("p:email", "")
         return [
             self._line(
                 f"Verbindlicher Antrag bei {self.display_name}: {product}",
                 f"Binding application at {self.display_name}: {product}",
             ),
             self._line(f"Prämie: {amount} {de_period}", f"Premium: {amount} {en_period}"),
-            self._line(f"Versicherungsnehmer: {name}", f"Policyholder: {name}"),
+            self._line(
+                f"Versicherungsnehmer: {_identity(holder, 'de')}",
+                f"Policyholder: {_identity(holder, 'en')}",
+            ),
+            self._line(f"Anschrift: {_address(holder)}", f"Address: {_address(holder)}"),
             self._line(
                 f"Zahlung: {de_freq}, {de_method}{account}",
                 f"Payment: {en_freq}, {en_method}{account}",
+            ),
+            self._line(
+                f"Dokumente an: {email or 'keine E-Mail angegeben'}",
+                f"Documents to: {email or 'no e-mail given'}",
             ),
             self._line(f"Versicherungsbeginn: {start}", f"Start: {start}"),
             self._line(
@@ -268,6 +277,33 @@ class Gate:
         if isinstance(label, Mapping):
             return str(label.get(self.language) or next(iter(label.values()), product_iri))
         return str(label or product_iri)
+
+
+def _identity(holder: Mapping[str, Any], language: str) -> str:
+    """The policyholder as they are identified: a person's name and birth date, a company's
+    name and register number."""
+    if holder.get("@type") == "p:Organization":
+        number = holder.get("p:registrationNumber")
+        register = ("FN" if language == "de" else "register no.") + f" {number}" if number else ""
+        return ", ".join(p for p in (str(holder.get("p:legalName", "")), register) if p)
+    name = f"{holder.get('p:givenName', '')} {holder.get('p:familyName', '')}".strip()
+    born = holder.get("p:birthDate")
+    return f"{name}, {'geb.' if language == 'de' else 'born'} {born}" if born else name
+
+
+def _address(holder: Mapping[str, Any]) -> str:
+    town = f"{holder.get('p:postalCode', '')} {holder.get('p:addressLocality', '')}".strip()
+    parts = (holder.get("p:streetAddress", ""), town, holder.get("p:addressCountry", ""))
+    return ", ".join(str(p) for p in parts if p)
+
+
+def _account(payment: Mapping[str, Any]) -> str:
+    """The whole account the premium is taken from, and whose it is."""
+    iban = " ".join(str(payment.get("bc:iban", "")).split())
+    holder = payment.get("bc:accountHolder")
+    if not iban:
+        return ""
+    return f", IBAN {iban}" + (f" ({holder})" if holder else "")
 
 
 def _without_confirmation(arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -47,6 +47,10 @@ class StateStore(Protocol):
 
     async def delete(self, key: str) -> None: ...
 
+    async def pop(self, key: str) -> bytes | None:
+        """The value of a key, deleted in the same step: of callers racing for it, one gets it."""
+        ...
+
     async def take(self, key: str, rate: float, burst: float) -> float:
         """Take one token from the bucket ``key`` (``rate`` tokens a second, at most ``burst``):
         0 if there was one, else the seconds until there is (and nothing was taken)."""
@@ -175,6 +179,11 @@ class MemoryStateStore:
     async def delete(self, key: str) -> None:
         self._drop(key)
 
+    async def pop(self, key: str) -> bytes | None:
+        entry = self._live(key)
+        self._drop(key)
+        return None if entry is None else entry[0]
+
     async def take(self, key: str, rate: float, burst: float) -> float:
         now = self._clock()
         entry = self._live(key)
@@ -267,6 +276,9 @@ class RedisStateStore:
 
     async def delete(self, key: str) -> None:
         await self._run(self.client.delete(self.prefix + key))
+
+    async def pop(self, key: str) -> bytes | None:
+        return _bytes(await self._run(self.client.getdel(self.prefix + key)))
 
     async def take(self, key: str, rate: float, burst: float) -> float:
         now = time.time()  # replicas share the bucket: wall-clock time, not a process's own

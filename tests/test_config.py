@@ -77,6 +77,27 @@ def test_a_config_file_sets_every_field_it_names_and_keeps_the_defaults(tmp_path
     assert config.instances[0].display_name == "pfefferminzia"
 
 
+def test_the_confirmation_page_is_a_client_of_the_authorization_server_or_there_is_none(
+    tmp_path: Path,
+) -> None:
+    """[auth] page_client_id with its secret from the environment makes the page log people in
+    at the issuer; without them there is no page (nothing to confirm on by address alone)."""
+    from omds_ld.mcp.service import page_address
+
+    table = '[auth]\nissuer = "https://as.example"\npublic_url = "https://mcp.example"\n'
+    without = load_config(Path(_file(tmp_path, table + INSTANCE)), {})
+    assert without.auth.page_login is None
+    assert page_address(without.http, without.auth) is None
+    page = table + 'page_client_id = "confirmation-page"\npage_client_secret_env = "PAGE"\n'
+    config = load_config(Path(_file(tmp_path, page + INSTANCE)), {"PAGE": "s3cret"})
+    login = config.auth.page_login
+    assert login is not None and login.client_secret == "s3cret"
+    assert login.authorize_url == "https://as.example/authorize"
+    assert login.token_url == "https://as.example/token"
+    assert page_address(config.http, config.auth) == "https://mcp.example/omds-ld/confirmations"
+    assert "s3cret" not in repr(config)
+
+
 def test_options_that_describe_an_instance_are_refused_beside_a_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -19,6 +19,7 @@ from omds_ld import __version__, logs
 from omds_ld.insurer.config import DEFAULT_PORT, ServerConfig, default_database
 from omds_ld.mcp.config import (
     DEFAULT_MCP_PORT,
+    PAGE_SECRET_ENV,
     SECRET_ENV,
     AuthConfig,
     HttpConfig,
@@ -197,6 +198,8 @@ def _mcp_auth(args: argparse.Namespace, auth: AuthConfig) -> AuthConfig:
                                   client_id="upstream_client_id"))  # fmt: skip
     if not auth.client_secret and os.environ.get(SECRET_ENV):
         auth = replace(auth, client_secret=os.environ[SECRET_ENV])
+    if not auth.page_client_secret and os.environ.get(PAGE_SECRET_ENV):
+        auth = replace(auth, page_client_secret=os.environ[PAGE_SECRET_ENV])
     if (auth.token_url or auth.client_id) and not auth.upstream:
         raise ConfigError(
             "omds-ld mcp: tokens from the insurer's authorization server need "

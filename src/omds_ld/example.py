@@ -31,10 +31,10 @@ from omds_ld.chat.conversations import Conversations
 from omds_ld.chat.login import Logins, LoginSettings
 from omds_ld.insurer.app import Interfaces, TokenCheck, api_base
 from omds_ld.insurer.config import ServerConfig
-from omds_ld.insurer.data import Insurer, load_insurers
+from omds_ld.insurer.data import ANONYMOUS, Insurer, load_insurers
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
-from omds_ld.mcp.confirmation_page import CONFIRMATION_PATH
-from omds_ld.mcp.service import McpHosting, build_connectors, public_base
+from omds_ld.mcp.confirmation_page import CALLBACK, CONFIRMATION_PATH
+from omds_ld.mcp.service import McpHosting, build_connectors, page_address
 from omds_ld.mcp.state import MemoryStateStore
 from omds_ld.mcp.transport import AsgiTransport
 from omds_ld.norm import Norm, load_norm
@@ -45,6 +45,7 @@ from omds_ld.settings import ConfigError
 ISSUER_PATH = "/oauth"  # the authorization server's issuer, below the server's URL
 MCP_CLIENT = "omds-ld-mcp"
 CHAT_CLIENT = "omds-ld-chat"
+PAGE_CLIENT = "omds-ld-confirmation-page"
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,9 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
     brokers = {
         b.subject: b.name for i in insurers.values() for b in i.brokers.values() if b.subject
     }
+    required = config.server.require_token
+    if not required:  # the demo's anonymous broker logs in at the confirmation page as itself
+        brokers[ANONYMOUS.id] = ANONYMOUS.name
     server = ExampleAuthorizationServer(
         AuthSettings(
             issuer=issuer, resources={**mcp_urls, **api_urls, **further}, brokers=brokers,
@@ -151,7 +155,16 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
          "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES),
          "omds_ld_exchanges_for": sorted(mcp_urls)},
     )  # fmt: skip
-    required = config.server.require_token
+    # the confirmation page's own client: it logs the person in before they may answer
+    page_secret = secrets.token_urlsafe(32)
+    store.add_client(
+        PAGE_CLIENT,
+        page_secret,
+        {"client_name": "The confirmation page of the example server's MCP servers",
+         "redirect_uris": [f"{base}{CONFIRMATION_PATH}/{CALLBACK}"],
+         "grant_types": ["authorization_code"], "response_types": ["code"],
+         "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES)},
+    )  # fmt: skip
     return Authorization(
         issuer=issuer,
         base_url=base,
@@ -166,6 +179,8 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
             token_url=f"{issuer}/token", client_id=MCP_CLIENT, client_secret=secret,
             # the demo's interfaces take anonymous callers: an anonymous MCP call stays so
             own_token=required,
+            page_client_id=PAGE_CLIENT, page_client_secret=page_secret,
+            anonymous_subject="" if required else ANONYMOUS.id,
         ),
     )  # fmt: skip
 
@@ -226,11 +241,12 @@ class ExampleApp:
         self.mcp_norm = load_norm(config.mcp_openapi) if config.mcp_openapi else self.norm
         connectors = build_connectors(
             self.mcp, self.mcp_norm, state, AsgiTransport(self, self.mcp.timeout_seconds),
-            self.token_http, public_base(self.mcp.http, self.mcp.auth) + CONFIRMATION_PATH,
+            self.token_http, page_address(self.mcp.http, self.mcp.auth),
         )  # fmt: skip
         self.hosting = McpHosting(
-            connectors, self.mcp.http, state, self.mcp.auth, self.authorization.keys
-        )
+            connectors, self.mcp.http, state, self.mcp.auth, self.authorization.keys,
+            page_http=self.token_http,
+        )  # fmt: skip
         self.chat = self._chat_page()
         self.app = Starlette(
             routes=self.routes(),

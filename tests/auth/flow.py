@@ -23,6 +23,8 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
+from omds_ld.mcp.condense import answer_extension
+
 REDIRECT = "http://127.0.0.1:1/callback"  # never reached: the test reads the code off the redirect
 
 
@@ -144,11 +146,17 @@ async def oauth_client(
 
 
 @asynccontextmanager
-async def bearer_client(mcp_url: str, token: str, mode: str = "legacy") -> AsyncIterator[Client]:
-    """An MCP client of ``mcp_url`` that sends one access token with every request."""
+async def bearer_client(
+    mcp_url: str, token: str, mode: str = "legacy", whole_answers: bool = False
+) -> AsyncIterator[Client]:
+    """An MCP client of ``mcp_url`` that sends one access token with every request (and, with
+    ``whole_answers``, declares the extension that brings the whole structured answer)."""
+    extensions = [answer_extension()] if whole_answers else []
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
-        Client(streamable_http_client(mcp_url, http_client=http), mode=mode) as client,
+        Client(
+            streamable_http_client(mcp_url, http_client=http), mode=mode, extensions=extensions
+        ) as client,
     ):
         yield client
 

@@ -1,9 +1,11 @@
-"""On the chat page a binding call waits for the person: by hand, the answer shows what the
-call binds to and the person confirms or declines it there; the call is made again and the
-answer is part of the conversation (and its protocol). Over HTTP against the example server."""
+"""On the chat page a binding call waits for the person: by hand, the answer names the
+confirmation page, where the person logs in as the broker and confirms or declines; they say
+so on the chat page, the call is made again and their answer, as the retried call shows it, is
+part of the conversation (and its protocol). Over HTTP against the example server."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 from typing import Any
@@ -12,6 +14,7 @@ import httpx
 
 from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.grader import confirmed_by_the_person
+from omds_ld.scenarios.person import PagePerson
 from tests.chat.test_chat_bounds import _browser, _call
 from tests.insurer.test_flows import SKODA
 from tests.mcp.applications import IBAN, PAYMENT, PERSON
@@ -56,23 +59,27 @@ def test_by_hand_the_person_confirms_on_the_page_and_the_call_applies(
     with _browser(server) as browser:
         cid = browser.post("/chat/api/conversations", json={}).json()["id"]
         asked = _apply(browser, cid)
-        shown = asked["confirmation"]["shown"]
-        assert "1684.88 EUR" in shown and "Anna Berger" in shown and IBAN in shown  # in full
         url = asked["confirmation"]["url"]
+        assert "shown" not in asked["confirmation"]  # the chat page reads nothing of it
         path = f"/chat/api/conversations/{cid}/confirmations"
         elsewhere = url.rsplit("/", 1)[0] + "/not-asked-here"
-        assert browser.post(path, json={"url": elsewhere, "answer": "confirm"}).status_code == 404
-        applied = browser.post(path, json={"url": url, "answer": "confirm"})
+        assert browser.post(path, json={"url": elsewhere, "answer": "answered"}).status_code == 404
+        # said before answering: the call is made again and still waits for the person
+        early = browser.post(path, json={"url": url, "answer": "answered"})
+        assert early.status_code == 200 and early.json()["is_error"], early.text
+        again_asked = early.json()["confirmation"]["url"]
+        answered = asyncio.run(PagePerson().answer(again_asked, "confirm"))
+        assert answered.status == 200 and IBAN in answered.shown  # the page shows it in full
+        applied = browser.post(path, json={"url": again_asked, "answer": "answered"})
         assert applied.status_code == 200, applied.text
         made = applied.json()
         assert not made["is_error"], made["text"]
         assert answer_of(made["mcp.tool.result"])["application"]["state"] == "accepted"
-        again = browser.post(path, json={"url": url, "answer": "confirm"})
+        again = browser.post(path, json={"url": again_asked, "answer": "answered"})
         assert again.status_code == 409  # one answer per question
         events = browser.get(f"/chat/api/conversations/{cid}").json()["events"]
         [person] = [e for e in events if e["event"] == "person.confirmation"]
-        assert person["answer"] == "confirm" and person["via"] == "chat page"
-        assert person["shown"] == shown
+        assert person["answer"] == "confirm" and person["via"] == "confirmation page"
         protocol = browser.get(f"/chat/api/conversations/{cid}/protocol.jsonl").text
     lines = [json.loads(line) for line in protocol.splitlines() if line]
     verdict = confirmed_by_the_person(lines, None)  # type: ignore[arg-type]  # needs no scenario
@@ -87,9 +94,10 @@ def test_by_hand_a_declined_confirmation_creates_nothing_and_shows_in_the_protoc
     with _browser(server) as browser:
         cid = browser.post("/chat/api/conversations", json={}).json()["id"]
         asked = _apply(browser, cid)
+        url = asked["confirmation"]["url"]
+        assert asyncio.run(PagePerson().answer(url, "decline")).status == 200
         told = browser.post(
-            f"/chat/api/conversations/{cid}/confirmations",
-            json={"url": asked["confirmation"]["url"], "answer": "decline"},
+            f"/chat/api/conversations/{cid}/confirmations", json={"url": url, "answer": "answered"}
         ).json()
         problem = answer_of(told["mcp.tool.result"])["problem"]["type"]
         assert told["is_error"] and problem.endswith("/confirmation-declined")

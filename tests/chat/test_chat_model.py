@@ -4,6 +4,7 @@ streamed as server-sent events, recorded, priced, graded and kept over a restart
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from omds_ld.mcp.condense import answer_of
+from omds_ld.scenarios.person import PagePerson
 from tests.chat.conftest import TASK
 from tests.servers import ExampleServer
 
@@ -212,13 +214,12 @@ def test_a_models_binding_call_waits_for_the_persons_yes_on_the_page(
         time.sleep(0.2)
     at = events.index(asked[0]) if asked else -1
     assert asked, "the model's binding call did not ask the person"
-    assert (
-        "1684.88 EUR" in asked[0]["shown"]
-        and client.get(f"/chat/api/conversations/{cid}").json()["busy"]
-    )
+    assert client.get(f"/chat/api/conversations/{cid}").json()["busy"]
+    on_the_page = asyncio.run(PagePerson().answer(asked[0]["url"], "confirm"))
+    assert on_the_page.status == 200 and "1684.88 EUR" in on_the_page.shown
     answered = client.post(
         f"/chat/api/conversations/{cid}/confirmations",
-        json={"url": asked[0]["url"], "answer": "confirm"},
+        json={"url": asked[0]["url"], "answer": "answered"},
     )
     assert answered.status_code == 202, answered.text
     events = _streamed(client, cid, at)

@@ -258,7 +258,7 @@ def test_with_authorization_required_a_broker_logs_in_and_the_page_works_as_them
         secured.stop()
 
 
-def test_by_hand_a_binding_call_shows_what_it_binds_to_and_waits_for_confirm(
+def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page(
     server: ExampleServer, browser: Any
 ) -> None:
     import datetime as dt
@@ -293,14 +293,26 @@ def test_by_hand_a_binding_call_shows_what_it_binds_to_and_waits_for_confirm(
     page.fill("#field-body", json.dumps(body))
     page.click("#call button[type=submit]")
     page.wait_for_selector("#log article.confirmation")
-    shown = page.inner_text("#log article.confirmation pre.shown")
+    # the person opens the confirmation page, logs in as the (demo) broker and reads it there
+    with page.context.expect_page() as opened:
+        page.click("#log article.confirmation a.page")
+    confirmation = opened.value
+    confirmation.wait_for_selector("select[name=broker]")
+    confirmation.select_option("select[name=broker]", "demo-broker")
+    confirmation.fill("input[name=password]", "demo")
+    confirmation.click("form:has(input[name=password]) button[type=submit]")
+    confirmation.wait_for_selector("pre")
+    shown = confirmation.inner_text("pre")
     assert "1684.88 EUR" in shown and "Anna Berger" in shown and PAYMENT["bc:iban"] in shown
-    page.click("#log article.confirmation button[data-answer=confirm]")
+    confirmation.click("button[value=confirm]")
+    confirmation.wait_for_selector("text=Confirmed by")
+    confirmation.close()
+    page.click("#log article.confirmation button[data-answer=answered]")
     page.wait_for_selector("#log article.person")
     page.wait_for_function(
         "() => [...document.querySelectorAll('#log article.tool pre.text')]"
         ".some((p) => p.textContent.includes('accepted: the policy is issued'))"
     )
-    assert page.is_disabled("#log article.confirmation button[data-answer=confirm]")
+    assert page.is_disabled("#log article.confirmation button[data-answer=answered]")
     _screenshot(page, "chat-confirmation.png")
     page.close()

@@ -688,6 +688,8 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         actor = _actor.get()
         if actor:
             claims["act"] = {"sub": actor}
+        if user is not None and user.subject in self.settings.brokers:
+            claims["name"] = self.settings.brokers[user.subject]
         token = {
             "access_token": issue(self.store.signing_key(), claims),
             "token_type": "Bearer",

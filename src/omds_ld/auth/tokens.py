@@ -39,6 +39,7 @@ class Identity:
     expires: float
     token_id: str = ""
     actor: str | None = None  # RFC 8693 ``act``: who exchanged the token for the subject
+    name: str = ""  # how the authorization server calls the subject (a display name)
 
     def allows(self, scope: str) -> bool:
         return scope in self.scopes
@@ -98,6 +99,7 @@ def check(token: str, keys: KeySet, issuer: str, audience: str) -> Identity:
         expires=float(claims["exp"]),
         token_id=str(claims.get("jti", "")),
         actor=str(actor.get("sub")) if isinstance(actor, dict) else None,
+        name=str(claims.get("name", ""))[:200],
     )
 
 

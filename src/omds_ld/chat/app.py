@@ -420,8 +420,10 @@ class ChatPage:
         if isinstance(own, Response):
             return own
         url, answer = own.payload.get("url"), own.payload.get("answer")
-        if answer not in ("confirm", "decline") or not isinstance(url, str):
-            return self._refused(422, "answer is confirm or decline; url the confirmation's")
+        if answer != "answered" or not isinstance(url, str):
+            return self._refused(
+                422, "answer is answered (the person answered on the page); url the page's"
+            )
         events = await self._events(own.cid, own.owner) or []
         asked = [e for e in events if e.get("event") == ASKED and e.get("url") == url]
         by_hand = [e for e in events if (e.get("confirmation") or {}).get("url") == url]
@@ -429,9 +431,7 @@ class ChatPage:
             return self._refused(404, "this conversation was asked no such confirmation")
         if any(e.get("event") == PERSON and e.get("url") == url for e in events):
             return self._refused(409, "this confirmation was answered already")
-        event = await self.workers.answer(
-            own.cid, own.owner, url, answer, None if asked else by_hand[-1]
-        )
+        event = await self.workers.answer(own.cid, own.owner, url, None if asked else by_hand[-1])
         return JSONResponse(event) if event is not None else JSONResponse({}, 202)
 
     async def say(self, request: Request) -> Response:

@@ -27,12 +27,12 @@ from omds_ld.scenarios.agents.models import ModelAgent
 from omds_ld.scenarios.protocol import FINAL, MODEL_CALL, PERSON, TOOL_CALL, TOOLS_LIST, now
 from omds_ld.scenarios.scenario import Budget
 from omds_ld.scenarios.session import (
+    ANSWERED_ON_THE_PAGE,
     AgentGaveUp,
     BudgetExceeded,
     RunSession,
-    answer_confirmation,
+    answer_shown_by,
     confirmation_page,
-    read_confirmation,
     result_text,
 )
 
@@ -76,6 +76,8 @@ class _Call:
     tool: str
     arguments: dict[str, Any]
     done: asyncio.Future[dict[str, Any]]
+    # the confirmation page the person says they answered: the call is made again after it
+    answered: str | None = None
 
 
 @dataclass
@@ -174,21 +176,29 @@ class Workers:
         return worker
 
     async def call(
-        self, cid: str, owner: str, server: str, tool: str, arguments: dict[str, Any]
+        self,
+        cid: str,
+        owner: str,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        answered: str | None = None,
     ) -> dict[str, Any]:
-        """A tool call by hand, in the conversation's MCP session with the server; its event."""
+        """A tool call by hand, in the conversation's MCP session with the server; its event.
+        ``answered``: the confirmation page the person answered, after which it is made again."""
         done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         worker = self._worker(cid, owner)
         worker.pending += 1
-        worker.queue.put_nowait(_Call(server, tool, arguments, done))
+        worker.queue.put_nowait(_Call(server, tool, arguments, done, answered))
         return await done
 
-    async def ask_person(self, writer: ConversationWriter, page: str, shown: str) -> str | None:
-        """A model's binding call waits here: the page shows the question (an event) and the
-        person's answer comes through ``answer``; None if it does not come in time."""
+    async def ask_person(self, writer: ConversationWriter, page: str) -> str | None:
+        """A model's binding call waits here: the conversation shows the confirmation page's
+        address (an event), the person logs in there and answers, and says so through
+        ``answer``; None if they do not in time."""
         asked: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._asked[(writer.cid, page)] = asked
-        writer.write(ASKED, url=page, shown=shown)
+        writer.write(ASKED, url=page)
         try:
             return await asyncio.wait_for(asked, ASK_SECONDS)
         except TimeoutError:
@@ -197,24 +207,20 @@ class Workers:
             self._asked.pop((writer.cid, page), None)
 
     async def answer(
-        self, cid: str, owner: str, page: str, answer: str, call: dict[str, Any] | None
+        self, cid: str, owner: str, page: str, call: dict[str, Any] | None
     ) -> dict[str, Any] | None:
-        """The person's answer to a confirmation: to the model's call waiting on it, or to the
-        page of a call made by hand (then the call is made again, by hand: its event)."""
+        """The person says they answered a confirmation on its page: the model's call waiting on
+        it goes on, or a call made by hand is made again (its event)."""
         waiting = self._asked.get((cid, page))
         if waiting is not None and not waiting.done():
-            waiting.set_result(answer)
+            waiting.set_result(ANSWERED_ON_THE_PAGE)
             return None
         if call is None:
             return None
-        writer = ConversationWriter(
-            self.conversations, cid, owner, lambda e: self._recorded(cid, e)
-        )
-        status = await answer_confirmation(page, answer, owner)
-        shown = (call.get("confirmation") or {}).get("shown", "")
-        writer.write(PERSON, answer=answer, via="chat page", url=page, shown=shown, status=status)
-        return await self.call(cid, owner, call["mcp.server"], call["gen_ai.tool.name"],
-                               call["gen_ai.tool.call.arguments"])  # fmt: skip
+        return await self.call(
+            cid, owner, call["mcp.server"], call["gen_ai.tool.name"],
+            call["gen_ai.tool.call.arguments"], answered=page,
+        )  # fmt: skip
 
     def say(self, cid: str, owner: str, text: str) -> None:
         """The user's message to the model; the turn runs in the background, streamed."""
@@ -309,11 +315,13 @@ class Workers:
         except Exception as error:
             job.done.set_exception(error)
             return
+        if job.answered is not None:  # what the person answered on the page, as it shows
+            answer = answer_shown_by(result)
+            if answer is not None:
+                writer.write(PERSON, answer=answer, via="confirmation page", url=job.answered)
         page = confirmation_page(result)
-        # a binding call by hand: the page shows the person what it binds to, to answer there
-        asked = (
-            {"confirmation": {"url": page, "shown": await read_confirmation(page)}} if page else {}
-        )
+        # a binding call by hand: the person answers on its page, logged in as the broker
+        asked = {"confirmation": {"url": page}} if page else {}
         event = writer.write(
             TOOL_CALL,
             **{
@@ -347,8 +355,7 @@ class Workers:
         try:
             session = RunSession(
                 {s: await client(s) for s in self.mcp_urls}, writer, TURN_BUDGET,
-                person=lambda page, shown: self.ask_person(writer, page, shown),
-                person_name=worker.owner, via="chat page",
+                person=lambda page: self.ask_person(writer, page), via="confirmation page",
             )  # fmt: skip
             for server in self.mcp_urls:
                 listed = await (await client(server)).list_tools()

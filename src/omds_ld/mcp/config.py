@@ -55,6 +55,19 @@ class InstanceConfig:
 
 
 @dataclass(frozen=True)
+class PageLogin:
+    """How the confirmation page logs the person in: as a confidential client of the
+    authorization server whose tokens the MCP endpoints accept (authorization code, PKCE)."""
+
+    authorize_url: str
+    token_url: str
+    client_id: str
+    client_secret: str = field(repr=False)
+    # whom a question of an anonymous call is for (the embedded demo's broker); "": nobody
+    anonymous_subject: str = ""
+
+
+@dataclass(frozen=True)
 class AuthConfig:
     """Who may call the MCP endpoints (OAuth 2.1, the MCP authorization specification) and how
     the MCP server authenticates at the insurer.
@@ -84,6 +97,16 @@ class AuthConfig:
     # the scopes a token needs: for every call, and for calls that create or edit
     read_scope: str = "omds-ld.read"
     write_scope: str = "omds-ld.write"
+    # the confirmation page as a confidential client of ``issuer`` (authorization code with PKCE,
+    # redirect URI <public_url>/omds-ld/confirmations/callback): it logs the person in before
+    # they may answer; without it there is no page. authorize_url and page_token_url default
+    # to <issuer>/authorize and <issuer>/token
+    page_client_id: str = ""
+    page_client_secret: str = field(default="", repr=False)
+    authorize_url: str = ""
+    page_token_url: str = ""
+    # whom a question of an anonymous call is for at the page (the embedded demo's broker)
+    anonymous_subject: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in ("", "required", "optional", "off"):
@@ -104,6 +127,19 @@ class AuthConfig:
     @property
     def upstream(self) -> bool:
         return bool(self.token_url and self.client_id and self.client_secret)
+
+    @property
+    def page_login(self) -> PageLogin | None:
+        """How the confirmation page logs the person in; None: it cannot (no page)."""
+        if not (self.checks_tokens and self.page_client_id and self.page_client_secret):
+            return None
+        issuer = self.issuer.rstrip("/")
+        return PageLogin(
+            authorize_url=self.authorize_url or f"{issuer}/authorize",
+            token_url=self.page_token_url or f"{issuer}/token",
+            client_id=self.page_client_id, client_secret=self.page_client_secret,
+            anonymous_subject=self.anonymous_subject,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -195,6 +231,7 @@ _TOP_LEVEL = frozenset(
 )  # fmt: skip
 _TABLES = frozenset({"http", "state", "auth", "instance"})
 SECRET_ENV = "OMDS_LD_CLIENT_SECRET"
+PAGE_SECRET_ENV = "OMDS_LD_PAGE_CLIENT_SECRET"  # the confirmation page's client secret
 
 
 @dataclass(frozen=True)
@@ -244,11 +281,12 @@ def _auth(raw: Any, where: str, environment: Mapping[str, str]) -> AuthConfig:
         return AuthConfig()
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: a table is expected")
-    secret_env = raw.get("client_secret_env", SECRET_ENV)
-    if not isinstance(secret_env, str):
-        raise ConfigError(f"{where}.client_secret_env: the name of a variable is expected")
-    table = {"mode": "required", **{k: v for k, v in raw.items() if k != "client_secret_env"}}
-    return from_table(
-        AuthConfig, table, where, skip=frozenset({"client_secret"}),
-        extra={"client_secret": environment.get(secret_env, "")},
-    )  # fmt: skip
+    secrets = {}
+    for key, default in (("client_secret", SECRET_ENV), ("page_client_secret", PAGE_SECRET_ENV)):
+        variable = raw.get(f"{key}_env", default)
+        if not isinstance(variable, str):
+            raise ConfigError(f"{where}.{key}_env: the name of a variable is expected")
+        secrets[key] = environment.get(variable, "")
+    named = {"client_secret_env", "page_client_secret_env"}
+    table = {"mode": "required", **{k: v for k, v in raw.items() if k not in named}}
+    return from_table(AuthConfig, table, where, skip=frozenset(secrets), extra=secrets)

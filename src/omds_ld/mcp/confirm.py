@@ -55,29 +55,42 @@ MAX_WHO = 200  # the norm's bound on bc:confirmedBy: a client's long name never 
 
 @dataclass(frozen=True)
 class Confirmed:
-    """A person's yes: who, when, how, and the digest of exactly what they were shown."""
+    """A person's yes: who (the authenticated subject), when, how, and the digest of exactly
+    what they were shown; ``name`` is how they are called (the authorization server's display
+    name, or the client they used)."""
 
     who: str
     at: str
     via: str
     shown: str  # "sha256:<hex>" of the text shown
+    name: str = ""
 
     def to_jsonld(self) -> dict[str, str]:
-        return {
-            "bc:confirmedBy": " ".join(self.who.split())[:MAX_WHO],
+        record = {
+            "bc:confirmedBy": _bounded(self.who),
             "bc:confirmedAt": self.at,
             "bc:confirmedVia": self.via,
             "bc:shownDigest": self.shown,
         }
+        if self.name:
+            record["bc:confirmedByName"] = _bounded(self.name)
+        return record
 
     @classmethod
-    def of(cls, who: str, via: str, shown: str) -> Confirmed:
+    def of(cls, who: str, via: str, shown: str, name: str = "") -> Confirmed:
         """A yes given now to the text ``shown``."""
-        return cls(who, now(), via, shown_digest(shown))
+        return cls(who, now(), via, shown_digest(shown), name)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Confirmed:
-        return cls(str(record["who"]), str(record["at"]), str(record["via"]), str(record["shown"]))
+        return cls(
+            str(record["who"]), str(record["at"]), str(record["via"]), str(record["shown"]),
+            str(record.get("name", "")),
+        )  # fmt: skip
+
+
+def _bounded(text: str) -> str:
+    return " ".join(text.split())[:MAX_WHO]
 
 
 def shown_digest(shown: str) -> str:
@@ -213,21 +226,26 @@ class Confirmations:
             return None
         return question  # type: ignore[no-any-return]
 
-    async def answer_page(self, pending: str, yes: bool, who: str) -> dict[str, Any] | None:
-        """The person's answer on the confirmation page: a yes is kept by the call's digest."""
+    async def answer_page(
+        self, pending: str, yes: bool, subject: str, name: str = ""
+    ) -> dict[str, Any] | None:
+        """The logged-in person's answer on the confirmation page, once per question (of two
+        answers at once, the first counts): a yes is kept by the call's digest for the call."""
         question = await self.question(pending)
         if question is None or question["state"] != "pending":
             return question
-        question["state"] = "confirmed" if yes else "declined"
-        question["who"] = who
-        await self.state.set(
-            f"confirm:pending:{pending}", json.dumps(question).encode(), PENDING_TTL
-        )
+        if not await self.state.add(f"confirm:answered:{pending}", b"1", PENDING_TTL):
+            return await self.question(pending)
         if yes:
-            confirmed = Confirmed.of(who, "confirmation page", question["shown"])
+            confirmed = Confirmed.of(subject, "confirmation page", question["shown"], name)
             await self.give(question["digest"], confirmed)
         else:
             await self.state.set(f"confirm:declined:{question['digest']}", b"1", PENDING_TTL)
+        # answered: the text that names the customer is kept no longer
+        question.update(state="confirmed" if yes else "declined", who=subject, name=name, shown="")
+        await self.state.set(
+            f"confirm:pending:{pending}", json.dumps(question).encode(), PENDING_TTL
+        )
         return question
 
     async def declined(self, digest: str) -> bool:

@@ -1,31 +1,67 @@
 """The confirmation page: where a person confirms a binding call whose client cannot ask them.
 
 A tool error (``confirmation-required``) carries the page's address; its last segment is the
-question's id (unguessable, 192 bits, valid 15 minutes). The page shows exactly what the
-question shows and asks for the person's name and their yes or no. It sets no cookie, runs no
-script and may not be framed (a page that binds a customer must not be clicked through another
-page). See docs/insurer-operator.md for who may open it.
+question's id (unguessable, 192 bits, valid 15 minutes). The address alone answers nothing: the
+page is a confidential OAuth client of the authorization server that issues the MCP endpoints'
+tokens, and it answers only the person who logged in there as the broker the call was made for
+(the MCP specification's rule for URL-mode elicitation: the server verifies the identity of the
+user who opens the URL, never a typed identity). So a model that holds the address, or anyone it
+is given to, cannot confirm: it would need the broker's login.
+
+The way through it:
+
+1. ``GET …/confirmations/<id>`` without a login of this page: sent to the authorization server's
+   ``/authorize`` (authorization code, PKCE S256, the insurer's MCP endpoint as the resource).
+2. ``GET …/confirmations/callback``: the code is redeemed by the page (its client secret), the
+   access token checked as the MCP endpoint checks tokens, and its subject (with its display
+   name) becomes the page's login: a cookie of this path only, its session in the shared state
+   store (so any replica answers it), 15 minutes.
+3. The page shows the question to the subject it was asked for, and only to them (another
+   broker sees nothing of it), with a form whose token is bound to the login and the question.
+4. ``POST``: the answer, accepted only with the login, the form's token and the page's own
+   origin; what is recorded as who confirmed is the authenticated subject.
+
+Without such a login (no authorization server, or none that knows this page as a client) there
+is no page: a client that cannot ask its user is told to use one that can.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
 from html import escape
-from urllib.parse import parse_qs
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
+import httpx
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from omds_ld.auth.resource import ResourceGuard
+from omds_ld.auth.tokens import Identity
+from omds_ld.mcp.config import PageLogin
 from omds_ld.mcp.confirm import Confirmations
 
 CONFIRMATION_PATH = "/omds-ld/confirmations"
+CALLBACK = "callback"  # …/confirmations/callback: where the authorization server sends the code
+COOKIE = "omds_ld_confirmation_login"
+LOGIN_SECONDS = 15 * 60.0  # a page's login: long enough to read and answer, then log in again
+STARTED_SECONDS = 10 * 60.0  # a login started and not finished is forgotten after this
 MAX_FORM_BYTES = 4096
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: with no-referrer a browser sends its form as "Origin: null",
+    # and the page checks the form's origin; the address still never leaves this server
+    "Referrer-Policy": "same-origin",
 }
 STYLE = (
     "body{font-family:system-ui,sans-serif;max-width:40em;margin:2em auto;color:#222}"
@@ -34,58 +70,251 @@ STYLE = (
 )
 
 
-def confirmation_routes(confirmations: Confirmations) -> list[BaseRoute]:
-    async def page(request: Request) -> Response:
+@dataclass(frozen=True)
+class _Person:
+    subject: str
+    name: str
+    session: str  # the cookie's value: the key of the form's token
+
+
+class ConfirmationPage:
+    """The page's routes, over the questions in the shared state store."""
+
+    def __init__(
+        self,
+        confirmations: Confirmations,
+        login: PageLogin,
+        guards: Mapping[str, ResourceGuard],
+        http: httpx.AsyncClient,
+        page_base: str,
+    ) -> None:
+        self.confirmations = confirmations
+        self.state = confirmations.state
+        self.login = login
+        self.guards = dict(guards)  # insurer name → its MCP endpoint's guard
+        self.http = http
+        self.page_base = page_base.rstrip("/")
+        self.secure = page_base.startswith("https://")
+        self.redirect_uri = f"{self.page_base}/{CALLBACK}"
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route(f"{CONFIRMATION_PATH}/{CALLBACK}", self.callback, methods=["GET"]),
+            Route(CONFIRMATION_PATH + "/{pending}", self.page, methods=["GET", "POST"]),
+        ]
+
+    # who is logged in
+
+    async def _person(self, request: Request) -> _Person | None:
+        session = request.cookies.get(COOKIE, "")
+        if not session:
+            return None
+        raw = await self.state.get(_login_key(session))
+        if raw is None:
+            return None  # never logged in here, or the login expired
+        record = json.loads(raw)
+        return _Person(str(record["subject"]), str(record.get("name", "")), session)
+
+    def _expected(self, question: Mapping[str, Any]) -> str:
+        broker = str(question.get("broker", "-"))
+        return self.login.anonymous_subject if broker == "-" else broker
+
+    async def _start_login(self, pending: str, insurer: str) -> Response:
+        guard = self.guards.get(insurer)
+        if guard is None:  # no endpoint of this hosting asked it
+            return _page("Not found", "<p>This confirmation is not answered here.</p>", 404)
+        state, verifier = secrets.token_urlsafe(24), secrets.token_urlsafe(48)
+        record = {"pending": pending, "verifier": verifier, "resource": guard.resource}
+        await self.state.set(_started_key(state), json.dumps(record).encode(), STARTED_SECONDS)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+        query = urlencode(
+            [
+                ("response_type", "code"),
+                ("client_id", self.login.client_id),
+                ("redirect_uri", self.redirect_uri),
+                ("state", state),
+                ("scope", guard.read_scope),
+                ("code_challenge", challenge.rstrip(b"=").decode()),
+                ("code_challenge_method", "S256"),
+                ("resource", guard.resource),
+            ]
+        )
+        return RedirectResponse(f"{self.login.authorize_url}?{query}", 303, headers=HEADERS)
+
+    async def callback(self, request: Request) -> Response:
+        """The authorization server sends the browser back: the code is redeemed here, the
+        token checked, its subject becomes the page's login."""
+        params = request.query_params
+        raw = await self.state.pop(_started_key(params.get("state", "")))
+        if raw is None:
+            return _page(
+                "Log in again",
+                "<p>This login was not started here, or has expired. Open the confirmation's "
+                "address again.</p>",
+                400,
+            )
+        started = json.loads(raw)
+        if "error" in params or "code" not in params:
+            why = params.get("error_description") or params.get("error") or "no code"
+            return _page("Not logged in", f"<p>The login did not complete: {escape(why)}.</p>", 401)
+        identity = await self._redeem(params["code"], started)
+        if isinstance(identity, str):
+            return _page("Not logged in", f"<p>{escape(identity)}</p>", 401)
+        session = secrets.token_urlsafe(32)
+        record = {"subject": identity.subject, "name": identity.name}
+        await self.state.set(_login_key(session), json.dumps(record).encode(), LOGIN_SECONDS)
+        response = RedirectResponse(
+            f"{CONFIRMATION_PATH}/{started['pending']}", 303, headers=HEADERS
+        )
+        response.set_cookie(
+            COOKIE, session, max_age=int(LOGIN_SECONDS), path=CONFIRMATION_PATH,
+            httponly=True, samesite="lax", secure=self.secure,
+        )  # fmt: skip
+        return response
+
+    async def _redeem(self, code: str, started: Mapping[str, Any]) -> Identity | str:
+        """The code's token, checked as its MCP endpoint checks tokens; or why not."""
+        form = {
+            "grant_type": "authorization_code", "code": code,
+            "code_verifier": started["verifier"], "resource": started["resource"],
+            "redirect_uri": self.redirect_uri,
+        }  # fmt: skip
+        try:
+            answer = await self.http.post(
+                self.login.token_url, data=form,
+                auth=(self.login.client_id, self.login.client_secret),
+            )  # fmt: skip
+            body = answer.json()
+        except (httpx.HTTPError, ValueError) as error:
+            return f"The authorization server could not be asked ({type(error).__name__})."
+        token = body.get("access_token") if isinstance(body, dict) else None
+        if answer.status_code != 200 or not isinstance(token, str):
+            why = (
+                body.get("error_description") or body.get("error") if isinstance(body, dict) else ""
+            )
+            return f"The authorization server refused the login ({why or answer.status_code})."
+        guard = next((g for g in self.guards.values() if g.resource == started["resource"]), None)
+        if guard is None:
+            return "The login was for an endpoint this page does not know."
+        identity = await guard.identify({"authorization": f"Bearer {token}"})
+        if not isinstance(identity, Identity):
+            return f"The login's token does not hold: {identity.message}"
+        return identity
+
+    # the question
+
+    async def page(self, request: Request) -> Response:
         pending = request.path_params["pending"]
-        question = await confirmations.question(pending)
-        if request.method == "POST":
-            return await _answer(request, confirmations, pending, question)
+        question = await self.confirmations.question(pending)
         if question is None:
-            return _page("Not found", "<p>This confirmation does not exist or has expired. "
-                         "Ask the agent to try again.</p>", 404)  # fmt: skip
+            if request.method == "POST":
+                await _read_form(request)  # bounded: the answer to nothing
+            return _page(
+                "Not found",
+                "<p>This confirmation does not exist or has expired; nothing was done. Ask the "
+                "agent to try again.</p>",
+                404,
+            )
+        person = await self._person(request)
+        if person is None or request.query_params.get("login") == "again":
+            if request.method == "POST":
+                return _page(
+                    "Log in first",
+                    "<p>Only the broker this was asked for can answer it, logged in; nothing "
+                    "was done.</p>",
+                    401,
+                )
+            return await self._start_login(pending, str(question.get("insurer", "")))
+        expected = self._expected(question)
+        if not expected or not hmac.compare_digest(person.subject, expected):
+            return _page(
+                "Not for you",
+                f"<p>You are logged in as <b>{escape(person.subject)}</b>. This confirmation "
+                "was asked for another broker and only they can see or answer it; nothing was "
+                f'done.</p><p><a href="?login=again">Log in as another broker</a></p>',
+                403,
+            )
+        if request.method == "POST":
+            return await self._answer(request, pending, question, person)
         if question["state"] != "pending":
             return _page("Already answered", _answered(question))
-        form = (
-            '<form method="post"><p><label>Your name <input name="name" required '
-            'maxlength="200" autocomplete="name"></label></p>'
+        return _page("Confirm a binding request", self._form(pending, question, person))
+
+    def _form(self, pending: str, question: Mapping[str, Any], person: _Person) -> str:
+        who = escape(person.name or person.subject)
+        return (
+            f"<p>You are logged in as <b>{who}</b> ({escape(person.subject)}). An agent asks to "
+            f"act for you at <b>{escape(str(question['insurer']))}</b>. Review what it would "
+            f"bind the customer to:</p><pre>{escape(str(question['shown']))}</pre>"
+            '<form method="post">'
+            f'<input type="hidden" name="csrf" value="{_form_token(person.session, pending)}">'
             '<button name="answer" value="confirm">Confirm (binds the customer)</button>'
             '<button name="answer" value="decline">Decline</button></form>'
         )
-        body = (
-            f"<p>An agent asks to act for you at <b>{escape(question['insurer'])}</b>. "
-            f"Review what it would bind the customer to:</p><pre>{escape(question['shown'])}</pre>"
-            + form
+
+    async def _answer(
+        self, request: Request, pending: str, question: Mapping[str, Any], person: _Person
+    ) -> Response:
+        form = await _read_form(request)
+        if form is None:
+            return _page("Too large", "<p>The form was too large; nothing was done.</p>", 413)
+        origin = request.headers.get("origin")
+        if origin is not None and origin != _origin(self.page_base):
+            return _page("Refused", "<p>This form is sent from its own page only.</p>", 403)
+        token = (form.get("csrf") or [""])[0]
+        if not hmac.compare_digest(token, _form_token(person.session, pending)):
+            return _page(
+                "Refused",
+                "<p>This form was not shown to you for this confirmation; nothing was done. "
+                "Open the confirmation's address again.</p>",
+                403,
+            )
+        if question["state"] != "pending":
+            return _page("Already answered", _answered(question), 409)
+        answer = (form.get("answer") or [""])[0]
+        if answer not in {"confirm", "decline"}:
+            return _page("Incomplete", "<p>Confirm or decline.</p>", 422)
+        answered = await self.confirmations.answer_page(
+            pending, answer == "confirm", person.subject, person.name
         )
-        return _page("Confirm a binding request", body)
-
-    return [Route(CONFIRMATION_PATH + "/{pending}", page, methods=["GET", "POST"])]
+        return _page("Thank you", _answered(answered or question))
 
 
-async def _answer(
-    request: Request,
-    confirmations: Confirmations,
-    pending: str,
-    question: dict | None,  # type: ignore[type-arg]
-) -> Response:
-    if question is None:
-        return _page("Not found", "<p>This confirmation has expired; nothing was done.</p>", 404)
-    raw = await request.body()
-    if len(raw) > MAX_FORM_BYTES:
-        return _page("Too large", "<p>The form was too large; nothing was done.</p>", 413)
-    form = parse_qs(raw.decode("utf-8", "replace"))
-    answer = (form.get("answer") or [""])[0]
-    name = " ".join((form.get("name") or [""])[0].split())[:200]
-    if answer not in {"confirm", "decline"} or (answer == "confirm" and not name):
-        return _page("Incomplete", "<p>Give your name and confirm or decline.</p>", 422)
-    answered = await confirmations.answer_page(pending, answer == "confirm", name)
-    return _page("Thank you", _answered(answered or question))
+async def _read_form(request: Request) -> dict[str, list[str]] | None:
+    """The form, read no further than its bound: None when it is larger."""
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_FORM_BYTES:
+            return None
+    return parse_qs(raw.decode("utf-8", "replace"))
 
 
-def _answered(question: dict) -> str:  # type: ignore[type-arg]
+def _form_token(session: str, pending: str) -> str:
+    """The form's token: bound to the login (the cookie's secret) and to the question."""
+    return hmac.new(session.encode(), pending.encode(), hashlib.sha256).hexdigest()
+
+
+def _login_key(session: str) -> str:
+    # the store keeps a digest of the cookie, never the cookie itself
+    return "confirm:login:" + hashlib.sha256(session.encode()).hexdigest()
+
+
+def _started_key(state: str) -> str:
+    return "confirm:started:" + hashlib.sha256(state.encode()).hexdigest()
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _answered(question: Mapping[str, Any]) -> str:
     if question["state"] == "confirmed":
+        who = question.get("name") or question.get("who", "")
         return (
-            f"<p>Confirmed by {escape(str(question.get('who', '')))}. The agent may now retry "
-            "its call; it will be sent to the insurer once.</p>"
+            f"<p>Confirmed by {escape(str(who))}. The agent may now retry its call; it will be "
+            "sent to the insurer once.</p>"
         )
     return "<p>Declined. Nothing was done; the agent is told so when it retries.</p>"
 

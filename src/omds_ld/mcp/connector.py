@@ -702,13 +702,11 @@ def _person(ctx: Context, params: types.CallToolRequestParams) -> Person | None:
 
 
 def _who(ctx: Context) -> str:
-    """Who confirms, as far as the MCP server knows: the broker the token names, and the
-    client they use."""
-    broker = CALLER.get().subject
+    """How the person confirming through the client is called: by the client they use (their
+    subject is the broker the call's token names)."""
     client_params = getattr(getattr(ctx, "session", None), "client_params", None)
     client = getattr(getattr(client_params, "client_info", None), "name", None)
-    person = f"the person using {client}" if client else "the person using the client"
-    return f"{person} for broker {broker}" if broker else person
+    return f"the person using {client}" if client else "the person using the client"
 
 
 def _connection(ctx: Context) -> Connection | None:

@@ -78,7 +78,7 @@ class Gate:
         if confirmed is None and await self.confirmations.declined(digest):
             raise self._declined("decline")
         if confirmed is None and isinstance(person, RoundTrip) and person.answering:
-            confirmed = await self._answered(person, digest, who)
+            confirmed = await self._answered(person, digest, broker, who)
         if confirmed is None:
             shown = await self.shown(spec, clean)
             pending = await self.confirmations.ask(digest, self.insurer, broker, shown)
@@ -89,12 +89,14 @@ class Gate:
                 return answer
             if answer != "accept":
                 raise self._declined(answer)
-            confirmed = Confirmed.of(who, person.via, shown)
+            confirmed = Confirmed.of(_subject(broker), person.via, shown, who)
         if keyed:
             await self.confirmations.give(digest, confirmed)
         return _with_confirmation(clean, confirmed)
 
-    async def _answered(self, person: RoundTrip, digest: str, who: str) -> Confirmed | None:
+    async def _answered(
+        self, person: RoundTrip, digest: str, broker: str, who: str
+    ) -> Confirmed | None:
         """The person's answer a retried call carries, if it answers this call's question (once:
         the question is gone with its answer, so the same answer confirms no second call)."""
         question = await self.confirmations.answered(person.answering or "", digest)
@@ -103,7 +105,7 @@ class Gate:
         action = person.answer()
         if action != "accept":
             raise self._declined(action)
-        return Confirmed.of(who, person.via, str(question["shown"]))
+        return Confirmed.of(_subject(broker), person.via, str(question["shown"]), who)
 
     def _declined(self, action: str) -> Refusal:
         what = "declined" if action == "decline" else "cancelled"
@@ -277,6 +279,11 @@ class Gate:
         if isinstance(label, Mapping):
             return str(label.get(self.language) or next(iter(label.values()), product_iri))
         return str(label or product_iri)
+
+
+def _subject(broker: str) -> str:
+    """Who confirmed through the client: the broker its token names (the person using it)."""
+    return "anonymous" if broker == "-" else broker
 
 
 def _identity(holder: Mapping[str, Any], language: str) -> str:

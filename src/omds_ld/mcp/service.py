@@ -41,7 +41,7 @@ from omds_ld.mcp.broker import NAME as BROKER
 from omds_ld.mcp.broker import BrokerEndpoint
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.confirm import Confirmations
-from omds_ld.mcp.confirmation_page import CONFIRMATION_PATH, confirmation_routes
+from omds_ld.mcp.confirmation_page import CONFIRMATION_PATH, ConfirmationPage
 from omds_ld.mcp.connector import Connector, Context, DirectContext, DirectSession, NormServer
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
@@ -739,8 +739,11 @@ class McpHosting:
         auth: AuthConfig | None = None,
         keys: KeySource | None = None,
         refused: Callable[[str, str], None] | None = None,
+        page_http: httpx.AsyncClient | None = None,
     ) -> None:
         self.connectors = dict(connectors)
+        # the confirmation page asks the authorization server through this client
+        self.page_http = page_http
         # every endpoint: each connector's, and where there are several insurers the broker
         # endpoint in front of them all
         self.endpoints: dict[str, Endpoint] = dict(self.connectors)
@@ -812,7 +815,12 @@ class McpHosting:
         routes: list[BaseRoute] = [
             Route(self.paths[name], binding) for name, binding in self.bindings.items()
         ]
-        routes += confirmation_routes(Confirmations(self.state))
+        page = page_address(self.http, self.auth)
+        login = self.auth.page_login
+        if page is not None and login is not None and self.page_http is not None:
+            guards = {name: self.guards[name] for name in self.connectors}
+            confirmations = Confirmations(self.state, page)
+            routes += ConfirmationPage(confirmations, login, guards, self.page_http, page).routes()
         for name, guard in self.guards.items():  # RFC 9728: where each endpoint says who it trusts
             routes.append(
                 Route(
@@ -889,10 +897,10 @@ def standalone_app(config: McpConfig, norm: Norm) -> Starlette:
     state = make_state(config.redis_url)
     client = http_client(config)  # the authorization server's keys
     keys = RemoteKeys(config.auth.keys_uri, client) if config.auth.checks_tokens else None
-    page = public_base(config.http, config.auth) + CONFIRMATION_PATH
+    page = page_address(config.http, config.auth)
     transport = http_transport(config)
     connectors = build_connectors(config, norm, state, transport, confirmation_page=page)
-    hosting = McpHosting(connectors, config.http, state, config.auth, keys)
+    hosting = McpHosting(connectors, config.http, state, config.auth, keys, page_http=client)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -909,6 +917,14 @@ def standalone_app(config: McpConfig, norm: Norm) -> Starlette:
 def public_base(http: HttpConfig, auth: AuthConfig) -> str:
     """Where clients reach the HTTP endpoints: the configured public URL, else host and port."""
     return (auth.public_url or f"http://{http.host}:{http.port}").rstrip("/")
+
+
+def page_address(http: HttpConfig, auth: AuthConfig) -> str | None:
+    """Where the confirmation page is: only where it can log the person in (an authorization
+    server that knows it as a client); None: there is none."""
+    if auth.page_login is None:
+        return None
+    return public_base(http, auth) + CONFIRMATION_PATH
 
 
 def standalone_banner(config: McpConfig) -> list[str]:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-import httpx
 from mcp import Client
 
 from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.grader import inadmissible
+from omds_ld.scenarios.person import PagePerson
 from omds_ld.scenarios.protocol import MODEL_CALL, PERSON, TOOL_CALL
 from omds_ld.scenarios.scenario import Budget
 
@@ -40,6 +39,19 @@ def confirmation_page(result: Any) -> str | None:
     return found.group(1) if found else None
 
 
+def answer_shown_by(result: Any) -> str | None:
+    """What the person answered on the page, as the retried call shows it: their no, their yes
+    (the call went through to the insurer), or nothing (they have not answered)."""
+    if not result.is_error:
+        return "confirm"
+    slug = str((answer_of(result).get("problem") or {}).get("type", "")).rsplit("/", 1)[-1]
+    if slug == "confirmation-declined":
+        return "decline"
+    if slug == "confirmation-required":
+        return None
+    return "confirm"  # past the confirmation: refused by the insurer, or failed on the way
+
+
 def result_text(result: Any) -> str:
     """The exact text a model sees of a tool result: its text content blocks."""
     return "\n".join(
@@ -47,23 +59,10 @@ def result_text(result: Any) -> str:
     )
 
 
-# how a person answers a confirmation: (the page, what it shows) → confirm, decline or None
-Answerer = Callable[[str, str], Awaitable[str | None]]
-
-
-async def read_confirmation(page: str) -> str:
-    """What a confirmation page shows the person (the text the MCP server put to them)."""
-    async with httpx.AsyncClient(timeout=30) as http:
-        shown = await http.get(page)
-    found = re.search(r"<pre>(.*?)</pre>", shown.text, re.S)
-    return html.unescape(found.group(1)) if found else ""
-
-
-async def answer_confirmation(page: str, answer: str, name: str) -> int:
-    """The person's answer on the confirmation page; its HTTP status."""
-    async with httpx.AsyncClient(timeout=30) as http:
-        answered = await http.post(page, data={"answer": answer, "name": name})
-    return answered.status_code
+# how the person using the chat page answers a confirmation: they are shown its page (its
+# address), log in and answer there themselves; ANSWERED_ON_THE_PAGE once they say they did, None if not
+ANSWERED_ON_THE_PAGE = "answered"
+Answerer = Callable[[str], Awaitable[str | None]]
 
 
 FULL_ANSWER = "omds-ld.full_answer"
@@ -98,7 +97,7 @@ class RunSession:
         writer: Recorder,
         budget: Budget,
         person: str | Answerer | None = None,
-        person_name: str = "the scenario's person",
+        page_person: PagePerson | None = None,
         via: str = "confirmation page",
         measure: bool = False,
     ) -> None:
@@ -107,9 +106,10 @@ class RunSession:
         # beside the condensed text and the agent never sees: what the condensing saves
         self.measure = measure
         # how the person using the client answers a confirmation: always the same (confirm,
-        # decline: a scenario's script), asked (the chat page), or None: nobody answers
+        # decline: a scenario's script, answered at the page as ``page_person`` logged in), on
+        # the page themselves (the chat page's person), or None: nobody answers
         self.person = person
-        self.person_name = person_name
+        self.page_person = page_person or PagePerson()
         self.via = via
         self.writer = writer
         self.budget = budget
@@ -135,11 +135,31 @@ class RunSession:
         once they answered, made again: its second result is the one returned."""
         result = await self._call(server, tool, arguments)
         page = confirmation_page(result)
-        if page and self.person and await self._answer(page):
-            result = await self._call(server, tool, arguments)
-        return result
+        if not page or self.person is None:
+            return result
+        if isinstance(self.person, str):
+            if await self._scripted(page, self.person):
+                result = await self._call(server, tool, arguments)
+            return result
+        if await self.person(page) != ANSWERED_ON_THE_PAGE:
+            return result
+        # what they answered on the page shows in the retried call: the person's event first
+        retried, event = await self._invoke(server, tool, arguments)
+        answer = answer_shown_by(retried)
+        if answer is not None:
+            self.writer.write(PERSON, answer=answer, via=self.via, url=page)
+        self.writer.write(TOOL_CALL, **event)
+        return retried
 
     async def _call(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Any:
+        result, event = await self._invoke(server, tool, arguments)
+        self.writer.write(TOOL_CALL, **event)
+        return result
+
+    async def _invoke(
+        self, server: str, tool: str, arguments: Mapping[str, Any]
+    ) -> tuple[Any, dict[str, Any]]:
+        """The call, and its event for the protocol."""
         self._check()
         if self.tool_calls >= self.budget.tool_calls:
             raise BudgetExceeded(f"more than {self.budget.tool_calls} tool calls")
@@ -152,35 +172,29 @@ class RunSession:
         offered = self.offered.setdefault(server, [])
         kind = inadmissible(tool, arguments, content, bool(result.is_error), offered)
         offered.extend(content.get("nextSteps", []))
-        self.writer.write(
-            TOOL_CALL,
-            **{
-                "mcp.server": server,
-                "gen_ai.tool.name": tool,
-                "gen_ai.tool.call.arguments": dict(arguments),
-                "mcp.tool.result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
-                "text": result_text(result),
-                "is_error": bool(result.is_error),
-                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-                **({"inadmissible": kind} if kind else {}),
-                **measured,
-            },
-        )
-        return result
+        return result, {
+            "mcp.server": server,
+            "gen_ai.tool.name": tool,
+            "gen_ai.tool.call.arguments": dict(arguments),
+            "mcp.tool.result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
+            "text": result_text(result),
+            "is_error": bool(result.is_error),
+            "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            **({"inadmissible": kind} if kind else {}),
+            **measured,
+        }
 
-    async def _answer(self, page: str) -> bool:
-        """The person reads what the confirmation page shows and answers (as scripted, or as
-        asked); the answer goes to the page and into the protocol. False: nobody answered."""
-        shown = await read_confirmation(page)
-        person = self.person
-        answer = (
-            person if isinstance(person, str) else await person(page, shown) if person else None
-        )
+    async def _scripted(self, page: str, answer: str) -> bool:
+        """The scenario's person logs in at the page, reads what it binds the customer to and
+        answers as scripted; the answer goes into the protocol. False: they could not."""
         if answer not in ("confirm", "decline"):
             return False
-        status = await answer_confirmation(page, answer, self.person_name)
-        self.writer.write(PERSON, answer=answer, via=self.via, url=page, shown=shown, status=status)
-        return True
+        answered = await self.page_person.answer(page, answer)
+        self.writer.write(
+            PERSON, answer=answer, via=self.via, url=page, shown=answered.shown,
+            status=answered.status,
+        )  # fmt: skip
+        return answered.status == 200
 
     def model_call(
         self,

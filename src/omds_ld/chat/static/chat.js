@@ -20,7 +20,10 @@ const TEXT = german
       stopped: "Abgebrochen", login: "Als Makler anmelden", logout: "Abmelden",
       delete: "Dieses Gespräch löschen",
       broker: "Angemeldet als", mustLogIn: "Die MCP-Server verlangen einen Makler: bitte anmelden.",
-      confirmTitle: "Bitte bestätigen: das bindet den Kunden", confirm: "Bestätigen", decline: "Ablehnen",
+      confirmTitle: "Bitte bestätigen: das bindet den Kunden",
+      openPage: "Bestätigungsseite öffnen (als Makler anmelden, prüfen, antworten)",
+      onPage: "Nur Sie beantworten das, angemeldet als der Makler, für den das Modell handelt: auf der Bestätigungsseite.",
+      answered: "Ich habe auf der Seite geantwortet: weiter",
       confirmed: "Sie haben bestätigt", declined: "Sie haben abgelehnt" }
   : { title: "The insurers' MCP servers", send: "Call", next: "Next steps",
       hand: "Follow the next steps by hand: choose a tool, or a next step of an answer.",
@@ -38,7 +41,10 @@ const TEXT = german
       stopped: "Stopped", login: "Log in as a broker", logout: "Log out",
       delete: "Delete this conversation",
       broker: "Logged in as", mustLogIn: "The MCP servers want a broker: please log in.",
-      confirmTitle: "Please confirm: this binds the customer", confirm: "Confirm", decline: "Decline",
+      confirmTitle: "Please confirm: this binds the customer",
+      openPage: "Open the confirmation page (log in as the broker, review, answer)",
+      onPage: "Only you answer this, logged in as the broker the model acts for: on the confirmation page.",
+      answered: "I answered on the page: go on",
       confirmed: "You confirmed", declined: "You declined" };
 document.documentElement.lang = german ? "de" : "en";
 // a premium's period in words ("per year" / "pro Jahr"), as the MCP server gives it
@@ -159,25 +165,31 @@ async function callByHand(server, tool, argumentsOut) {
   else render({ "mcp.server": server, "gen_ai.tool.name": tool, is_error: true, text: answer.body.detail });
 }
 
-function confirmationArticle(url, shown) {
-  // a binding call waits for the person: what it binds to, and their yes or no
+function confirmationArticle(url) {
+  // a binding call waits for the person: they log in on its page, review and answer there
   const article = element("article", { class: "confirmation", role: "alertdialog" });
   article.append(element("h3", {}, TEXT.confirmTitle));
-  article.append(element("pre", { class: "shown" }, shown));
-  for (const [answer, label] of [["confirm", TEXT.confirm], ["decline", TEXT.decline]]) {
-    const button = element("button", { type: "button", "data-answer": answer }, label);
-    button.addEventListener("click", async () => {
-      for (const b of article.querySelectorAll("button")) b.disabled = true;
-      const reply = await api(`/chat/api/conversations/${state.conversation}/confirmations`, {
-        method: "POST", body: JSON.stringify({ url, answer }),
-      });
-      if (reply.status === 200) {  // by hand: the answer is recorded, the call made again
-        add(element("article", { class: "person" }, answer === "confirm" ? TEXT.confirmed : TEXT.declined));
-        render(reply.body);
-      }
+  article.append(element("p", {}, TEXT.onPage));
+  const link = element("p");
+  link.append(element("a", { href: url, target: "_blank", rel: "noopener", class: "page" },
+    TEXT.openPage));
+  article.append(link);
+  const button = element("button", { type: "button", "data-answer": "answered" }, TEXT.answered);
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    const reply = await api(`/chat/api/conversations/${state.conversation}/confirmations`, {
+      method: "POST", body: JSON.stringify({ url, answer: "answered" }),
     });
-    article.append(button);
-  }
+    if (reply.status === 200) {  // by hand: the call, made again, shows what they answered
+      if (!reply.body.confirmation) {
+        const problem = (answerOf(reply.body["mcp.tool.result"]).problem || {}).type || "";
+        add(element("article", { class: "person" },
+          problem.endsWith("/confirmation-declined") ? TEXT.declined : TEXT.confirmed));
+      } else button.disabled = false;
+      render(reply.body);
+    } else if (reply.status !== 202) button.disabled = false;
+  });
+  article.append(button);
   return article;
 }
 
@@ -291,10 +303,10 @@ function render(event) {
     case "mcp.tool.call":
       state.turn.push(event);
       add(toolArticle(event));
-      if (event.confirmation) add(confirmationArticle(event.confirmation.url, event.confirmation.shown));
+      if (event.confirmation) add(confirmationArticle(event.confirmation.url));
       break;
     case "chat.confirmation.asked":
-      add(confirmationArticle(event.url, event.shown));
+      add(confirmationArticle(event.url));
       break;
     case "person.confirmation":
       for (const box of document.querySelectorAll("#log article.confirmation button")) box.disabled = true;

@@ -1,0 +1,143 @@
+"""The confirmation page answers only the broker a binding call was made for, logged in at the
+authorization server: its address alone confirms nothing (a model holding it, a second client
+without the login, another broker, a replayed or moved form each change nothing)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+from typing import Any
+
+import httpx
+
+from omds_ld.mcp.condense import answer_of
+from omds_ld.scenarios.person import PagePerson
+from tests.auth.flow import bearer_client, tokens_by_hand
+from tests.mcp.applications import IBAN, application, make_offer
+from tests.servers import ExampleServer
+
+PAGE = re.compile(r"(http://\S+/omds-ld/confirmations/[\w-]+)")
+
+
+def _applications(server: ExampleServer, offer_id: str) -> list[tuple[str, str]]:
+    with sqlite3.connect(server.database) as db:
+        return db.execute(
+            "SELECT application_id, record FROM applications WHERE offer_id=?", (offer_id,)
+        ).fetchall()
+
+
+def _asked(server: ExampleServer, token: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """Alpha's client without elicitation: an offer, and one confirmation page per key."""
+    asked: dict[str, Any] = {"pages": {}}
+
+    async def go() -> None:
+        async with bearer_client(server.mcp("pfefferminzia"), token, whole_answers=True) as client:
+            offer = await make_offer(client)
+            asked["offer"] = answer_of(offer)["offer"]["offerId"]
+            asked["body"] = application(offer)
+            for key in keys:
+                arguments = {"offerId": asked["offer"], "body": asked["body"],
+                             "idempotencyKey": key}  # fmt: skip
+                refused = await client.call_tool("createApplication", arguments)
+                found = PAGE.search(refused.content[0].text)
+                assert refused.is_error and found, refused.content[0].text
+                asked["pages"][key] = found.group(1)
+
+    asyncio.run(go())
+    return asked
+
+
+def _retry(server: ExampleServer, token: str, asked: dict[str, Any], key: str) -> Any:
+    async def go() -> Any:
+        async with bearer_client(server.mcp("pfefferminzia"), token, whole_answers=True) as client:
+            return await client.call_tool(
+                "createApplication",
+                {"offerId": asked["offer"], "body": asked["body"], "idempotencyKey": key},
+            )
+
+    return asyncio.run(go())
+
+
+def test_only_the_logged_in_broker_the_call_was_made_for_confirms(secured: ExampleServer) -> None:
+    alpha = tokens_by_hand(secured.url, "alpha", secured.mcp("pfefferminzia"))["access_token"]
+    asked = _asked(secured, alpha, ("one", "two"))
+    page, other = asked["pages"]["one"], asked["pages"]["two"]
+
+    async def attempts() -> None:
+        async with httpx.AsyncClient(timeout=30) as bare:
+            # the address alone: a bare POST with a typed name, no login
+            posted = await bare.post(page, data={"answer": "confirm", "name": "Mallory"})
+            assert posted.status_code == 401 and IBAN not in posted.text
+            # opened without a login: sent to the authorization server, nothing shown
+            opened = await bare.get(page)
+            assert opened.status_code == 303 and "/oauth/authorize?" in opened.headers["location"]
+        async with httpx.AsyncClient(
+            timeout=30, cookies={"omds_ld_confirmation_login": "made-up"}
+        ) as forger:  # a login cookie the page never gave (or one whose login expired)
+            forged = await forger.post(page, data={"answer": "confirm", "csrf": "0" * 64})
+            assert forged.status_code == 401
+        # broker beta, logged in: sees nothing of it and cannot answer it
+        beta = PagePerson("beta")
+        seen = await beta.read(page)
+        assert seen.status == 403 and IBAN not in seen.page and "Anna" not in seen.page
+        assert (await beta.answer(page, "confirm")).status == 403
+        # alpha, logged in: a form shown for one question does not answer another
+        person = PagePerson("alpha")
+        async with httpx.AsyncClient(timeout=30, follow_redirects=True) as browser:
+            reading = await person.open(browser, page)
+            assert reading.status == 200 and IBAN in reading.shown
+            token = re.search(r'name="csrf" value="([0-9a-f]+)"', reading.page)
+            assert token is not None
+            moved = await browser.post(other, data={"csrf": token.group(1), "answer": "confirm"})
+            assert moved.status_code == 403
+            sent = await browser.post(
+                page, data={"csrf": token.group(1), "answer": "confirm"},
+                headers={"Origin": "http://elsewhere.example"},
+            )  # fmt: skip
+            assert sent.status_code == 403  # from another page's form
+            confirmed = await browser.post(page, data={"csrf": token.group(1), "answer": "confirm"})
+            assert confirmed.status_code == 200 and "Confirmed by" in confirmed.text
+            replayed = await browser.post(page, data={"csrf": token.group(1), "answer": "decline"})
+            assert replayed.status_code == 409  # answered once
+
+    asyncio.run(attempts())
+    assert _applications(secured, asked["offer"]) == []  # nothing before the retry
+    unconfirmed = _retry(secured, alpha, asked, "two")  # the other question was never answered
+    assert unconfirmed.is_error and "confirmation-required" in unconfirmed.content[0].text
+    made = _retry(secured, alpha, asked, "one")
+    assert not made.is_error, made.content[0].text
+    [(_, record)] = _applications(secured, asked["offer"])
+    confirmation = json.loads(record)["consent"]["bc:confirmation"]
+    assert confirmation["bc:confirmedBy"] == "alpha"
+    assert confirmation["bc:confirmedByName"] == "Maklerbüro Alpha"
+    assert confirmation["bc:confirmedVia"] == "confirmation page"
+
+
+def test_in_the_demo_the_anonymous_calls_page_wants_the_demo_brokers_login(
+    server: ExampleServer,
+) -> None:
+    """Without --require-token every MCP caller is the anonymous demo broker: its page is
+    answered by the demo broker's login, not by alpha's, not without one."""
+    asked: dict[str, Any] = {}
+
+    async def go() -> None:
+        from tests.mcp.clients import Client
+
+        async with Client(server.mcp("pfefferminzia"), mode="legacy") as client:
+            offer = await make_offer(client)
+            refused = await client.call_tool(
+                "createApplication",
+                {"offerId": answer_of(offer)["offer"]["offerId"], "body": application(offer)},
+            )
+            found = PAGE.search(refused.content[0].text)
+            assert found is not None
+            asked["page"] = found.group(1)
+        async with httpx.AsyncClient(timeout=30) as bare:
+            assert (await bare.post(asked["page"], data={"answer": "confirm"})).status_code == 401
+        assert (await PagePerson("alpha").answer(asked["page"], "confirm")).status == 403
+        answered = await PagePerson().answer(asked["page"], "confirm")
+        assert answered.status == 200 and "Confirmed by" in answered.page
+
+    asyncio.run(go())

@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from omds_ld.mcp.condense import answer_of
+from omds_ld.scenarios.person import DEMO_BROKER, PagePerson
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import Client, follow, step
 from tests.servers import in_thread
@@ -79,14 +80,25 @@ MISSING = object()  # an answer whose form has no "confirm" at all
 
 class Person:
     """The person using the client: answers every confirmation as told, and remembers what
-    they were shown."""
+    they were shown. Asked by URL, they open the page, log in as ``broker`` and answer there
+    (``confirm`` True: confirm; anything else: decline); not accepting means not opening it."""
 
-    def __init__(self, action: str = "accept", confirm: Any = True) -> None:
+    def __init__(self, action: str = "accept", confirm: Any = True, broker: str = DEMO_BROKER):
         self.action = action
         self.confirm = confirm
+        self.broker = broker
         self.shown: list[str] = []
+        self.urls: list[str] = []
 
     async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if isinstance(params, types.ElicitRequestURLParams):
+            self.urls.append(params.url)
+            if self.action == "accept":
+                answer = "confirm" if self.confirm is True else "decline"
+                answered = await PagePerson(self.broker).answer(params.url, answer)
+                assert answered.status == 200, answered.page
+                self.shown.append(answered.shown)
+            return types.ElicitResult(action=self.action)  # type: ignore[arg-type]
         self.shown.append(params.message)
         content = None
         if self.action == "accept":

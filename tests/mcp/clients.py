@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp
+import mcp_types as types
 from mcp.client.stdio import StdioServerParameters
 
 from omds_ld.mcp.condense import answer_extension, answer_of
@@ -22,8 +23,35 @@ class Client(mcp.Client):
     results carry it in ``_meta``, where the tests read what an answer says (``answer_of``).
     A client without it (a model's host) gets the text and structuredContent only."""
 
-    def __init__(self, *args: Any, extensions: Sequence[Any] = (), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        extensions: Sequence[Any] = (),
+        elicitation_modes: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, extensions=[answer_extension(), *extensions], **kwargs)
+        # the SDK declares both elicitation modes with a callback; a client may declare one
+        self.elicitation_modes = elicitation_modes
+
+    async def _build_session(self, exit_stack: contextlib.AsyncExitStack) -> Any:
+        session = await super()._build_session(exit_stack)
+        modes = self.elicitation_modes
+        if modes is None:
+            return session
+        build = session._build_capabilities
+
+        def declared(version: str) -> types.ClientCapabilities:
+            capabilities = build(version)
+            if capabilities.elicitation is not None:
+                capabilities.elicitation = types.ElicitationCapability(
+                    form=types.FormElicitationCapability() if "form" in modes else None,
+                    url=types.UrlElicitationCapability() if "url" in modes else None,
+                )
+            return capabilities
+
+        session._build_capabilities = declared
+        return session
 
 
 def stdio_parameters(

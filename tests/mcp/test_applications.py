@@ -37,10 +37,19 @@ EXPENSIVE = {"@type": "p:Vehicle", "p:make": "Porsche", "p:yearOfConstruction": 
 
 
 def run(
-    target: Any, body: Callable[[Client], Awaitable[None]], mode: str, person: Person | None
+    target: Any,
+    body: Callable[[Client], Awaitable[None]],
+    mode: str,
+    person: Person | None,
+    elicitation: tuple[str, ...] = ("form",),
 ) -> None:
+    """The body with a client in ``mode`` whose person answers as told; it declares the
+    ``elicitation`` modes (form unless said)."""
+
     async def go() -> None:
-        async with Client(target, mode=mode, elicitation_callback=person) as client:
+        async with Client(
+            target, mode=mode, elicitation_callback=person, elicitation_modes=elicitation
+        ) as client:
             await body(client)
 
     asyncio.run(go())
@@ -593,3 +602,59 @@ def test_every_change_of_what_binds_changes_what_the_person_is_shown(
     assert other_iban in changed[0] and IBAN not in changed[0]
     assert "Bernd Berger" in changed[1] and "1986-04-12" in changed[2]
     assert "Hauptstraße 11" in changed[3] and "a.berger@example.at" in changed[4]
+
+
+def test_a_client_with_url_mode_gets_the_page_in_its_ui_never_in_the_models_text(
+    server: ExampleServer,
+) -> None:
+    """A client declaring URL-mode elicitation (with form too, as the SDK does, or alone) gets
+    the confirmation page as a URL elicitation in both eras: the person logs in there and
+    answers, the call goes on (2025: within the call; 2026: the client's retry), and no text the
+    model reads carries the page's address."""
+    for mode, modes in (("legacy", ("form", "url")), ("2026-07-28", ("url",))):
+        person = Person()
+        seen: dict[str, Any] = {}
+
+        async def body(client: Client, seen: dict[str, Any] = seen, key: str = mode) -> None:
+            offer = await make_offer(client)
+            made = await follow(
+                client, step(offer, "createApplication"), application(offer), idempotencyKey=key
+            )
+            seen.update(answer_of(made)["application"], text=made.content[0].text)
+
+        run(server.mcp("pfefferminzia"), body, mode, person, modes)
+        [url] = person.urls
+        assert "/omds-ld/confirmations/" in url and url not in seen["text"], mode
+        assert "/omds-ld/confirmations/" not in seen["text"]
+        assert seen["state"] == "accepted", mode
+        [shown] = person.shown
+        assert IBAN in shown and "1684.88 EUR" in shown
+        confirmation = stored(server, seen["applicationId"])["consent"]["bc:confirmation"]
+        assert confirmation["bc:confirmedVia"] == "confirmation page", mode
+        assert confirmation["bc:confirmedBy"] == DEMO_BROKER
+        assert confirmation["bc:shownDigest"] == shown_digest(shown)
+
+
+def test_a_url_elicitation_declined_or_unanswered_binds_nothing(server: ExampleServer) -> None:
+    """Declined on the page, or the page not opened: nothing is applied for, in both eras; the
+    model is told the person's no (or to call again once they answered), never the address."""
+    for mode, modes in (("legacy", ("url", "form")), ("2026-07-28", ("url",))):
+        for person, expected in (
+            (Person("accept", confirm=False), "confirmation-declined"),
+            (Person("decline"), "confirmation-declined"),
+        ):
+            seen: dict[str, Any] = {}
+
+            async def body(client: Client, seen: dict[str, Any] = seen) -> None:
+                offer = await make_offer(client)
+                result = await client.call_tool(
+                    "createApplication",
+                    {"offerId": answer_of(offer)["offer"]["offerId"], "body": application(offer)},
+                )
+                seen.update(offer=answer_of(offer)["offer"]["offerId"], result=result)
+
+            run(server.mcp("pfefferminzia"), body, mode, person, modes)
+            result = seen["result"]
+            assert result.is_error and problem_type(result) == expected, (mode, person.action)
+            assert "/omds-ld/confirmations/" not in result.content[0].text
+            assert applications_of(server, seen["offer"]) == []

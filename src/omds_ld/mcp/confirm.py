@@ -7,8 +7,13 @@ using the client has confirmed what it binds to. The MCP server asks them the wa
 - 2025-11-25 with elicitation (form mode): ``elicitation/create`` on the session;
 - 2026-07-28 with elicitation: an ``input_required`` result of the multi-round-trip flow; the
   client asks its user and retries with the answer and the request state;
+- a client that declares URL-mode elicitation, where this deployment has a confirmation page: the
+  page's address goes to the client (2025-11-25: ``elicitation/create`` with mode url, the call
+  waiting for the person's answer there; 2026-07-28: an ``input_required`` result with a URL
+  request), never to the model; the person logs in there and answers;
 - otherwise: a tool error (``confirmation-required``) with a confirmation page of this
-  deployment; the person confirms there and the agent retries with the same idempotencyKey.
+  deployment; the person logs in and confirms there and the agent retries with the same
+  idempotencyKey.
 
 A yes is the boolean yes the question asked for; any other answer is a no. It confirms one call:
 a call without an idempotencyKey spends it, a call with one keeps it for the retries of that key
@@ -20,6 +25,8 @@ goes into the consent as ``bc:confirmation``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import secrets
@@ -35,7 +42,14 @@ from omds_ld.mcp.state import StateStore
 INPUT_KEY = "omds-ld-confirmation"  # the key of our one input request in a round trip
 CONFIRMATION_TTL = 24 * 3600.0  # as long as an idempotency record: a retry finds it
 PENDING_TTL = 15 * 60.0  # how long a question waits for the person's answer
-Action = Literal["accept", "decline", "cancel"]
+Action = Literal["accept", "decline", "cancel", "pending"]  # pending: not answered on the page yet
+PAGE_WAIT_SECONDS = 120.0  # how long a 2025 call waits for the person's answer on the page
+URL_MESSAGE = (
+    "Eine verbindliche Anfrage wartet auf Ihre Bestätigung: Melden Sie sich auf der Seite als "
+    "Makler an, prüfen Sie, was sie den Kunden bindet, und antworten Sie dort. / A binding "
+    "request waits for your confirmation: log in on the page as the broker, review what it binds "
+    "the customer to and answer there."
+)
 
 SCHEMA: types.ElicitRequestedSchema = {
     "type": "object",
@@ -106,9 +120,11 @@ def is_yes(action: str, content: Mapping[str, Any] | None) -> bool:
 
 
 class Person(Protocol):
-    """How the MCP server reaches the person using the client, for one call."""
+    """How the MCP server reaches the person using the client, for one call. ``on_page``: the
+    person answers on the confirmation page (their yes is the one the page keeps)."""
 
     via: str
+    on_page: bool
 
     async def ask(
         self, message: str, pending: str
@@ -120,6 +136,7 @@ class FormElicitation:
     """2025-11-25: the client's session asks its user (``elicitation/create``, form mode)."""
 
     via = "elicitation (form)"
+    on_page = False
 
     def __init__(self, session: Any, request_id: Any = None) -> None:
         self.session = session
@@ -138,6 +155,7 @@ class RoundTrip:
     retried call (its input responses and the request state naming the pending question)."""
 
     via = "elicitation (input_required)"
+    on_page = False
 
     def __init__(self, params: types.CallToolRequestParams) -> None:
         self.responses = params.input_responses or {}
@@ -160,6 +178,68 @@ class RoundTrip:
     async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
         request = types.ElicitRequest(
             params=types.ElicitRequestFormParams(message=message, requested_schema=SCHEMA)
+        )
+        return types.InputRequiredResult(input_requests={INPUT_KEY: request}, request_state=pending)
+
+
+class UrlElicitation:
+    """2025-11-25, a client with URL mode: ``elicitation/create`` (mode url) with the page's
+    address; the client opens it for its user, who logs in and answers there; the call waits
+    for that answer (up to ``wait`` seconds) and tells the client it is complete."""
+
+    via = "confirmation page (URL elicitation)"
+    on_page = True
+
+    def __init__(
+        self, session: Any, request_id: Any, confirmations: Confirmations, wait: float
+    ) -> None:
+        self.session = session
+        self.request_id = request_id
+        self.confirmations = confirmations
+        self.wait = wait
+
+    async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
+        url = self.confirmations.page(pending)
+        if url is None:
+            return "cancel"
+        result = await self.session.elicit_url(URL_MESSAGE, url, pending, self.request_id)
+        if result.action != "accept":
+            action: Action = result.action
+            return action
+        state = await self.confirmations.wait(pending, self.wait)
+        if state == "pending":
+            return "pending"
+        with contextlib.suppress(Exception):  # a courtesy: the answer is kept either way
+            await self.session.send_elicit_complete(pending, self.request_id)
+        return "accept" if state == "confirmed" else "decline"
+
+
+class UrlRoundTrip(RoundTrip):
+    """2026-07-28, a client with URL mode: an ``input_required`` result with a URL request; the
+    client opens the page for its user and retries once they are done."""
+
+    via = "confirmation page (URL elicitation)"
+    on_page = True
+
+    def __init__(self, params: types.CallToolRequestParams, confirmations: Confirmations) -> None:
+        super().__init__(params)
+        self.confirmations = confirmations
+
+    def answer(self) -> Action:
+        response = self.responses.get(INPUT_KEY)
+        if not isinstance(response, types.ElicitResult):
+            return "cancel"
+        action: Action = response.action
+        return "pending" if action == "accept" else action  # the yes itself is the page's
+
+    async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
+        url = self.confirmations.page(pending)
+        if url is None:
+            return "cancel"
+        request = types.ElicitRequest(
+            params=types.ElicitRequestURLParams(
+                message=URL_MESSAGE, url=url, elicitation_id=pending
+            )
         )
         return types.InputRequiredResult(input_requests={INPUT_KEY: request}, request_state=pending)
 
@@ -255,6 +335,22 @@ class Confirmations:
             return False
         await self.state.delete(f"confirm:declined:{digest}")
         return True
+
+    async def wait(self, pending: str, seconds: float) -> str:
+        """The question's state once the person answered it on the page (``confirmed`` or
+        ``declined``), or ``pending`` after ``seconds``; an expired question is ``declined``."""
+        deadline = time.monotonic() + seconds
+        while True:
+            question = await self.question(pending)
+            if question is None:
+                return "declined"
+            if question["state"] != "pending" or time.monotonic() >= deadline:
+                return str(question["state"])
+            await asyncio.sleep(0.25)
+
+    @property
+    def has_page(self) -> bool:
+        return self.page_base is not None
 
     def page(self, pending: str) -> str | None:
         return f"{self.page_base}/{pending}" if self.page_base else None

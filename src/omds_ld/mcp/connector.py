@@ -36,7 +36,15 @@ from omds_ld.mcp.catalogue import (
     tools,
 )
 from omds_ld.mcp.condense import ANSWER_META, OUTPUT_SCHEMA
-from omds_ld.mcp.confirm import FormElicitation, Person, RoundTrip
+from omds_ld.mcp.confirm import (
+    PAGE_WAIT_SECONDS,
+    Confirmations,
+    FormElicitation,
+    Person,
+    RoundTrip,
+    UrlElicitation,
+    UrlRoundTrip,
+)
 from omds_ld.mcp.executor import Executor, Instance
 from omds_ld.mcp.prompts import ProductPrompt, product_prompts
 from omds_ld.mcp.requestlog import RequestLog
@@ -436,7 +444,7 @@ class Connector:
             )
         return await self.executor.call(
             spec, params.arguments, session, offered=specs.keys(), caller=_client(ctx),
-            person=_person(ctx, params), who=_who(ctx),
+            person=_person(ctx, params, self.executor.gate.confirmations), who=_who(ctx),
         )  # fmt: skip
 
     async def refuse_hostile(
@@ -683,22 +691,30 @@ def without_answer(
     return result.model_copy(update={"meta": rest or None})
 
 
-def _person(ctx: Context, params: types.CallToolRequestParams) -> Person | None:
-    """How the person using the client can be asked: a form on the session (2025-11-25), an
-    input_required round trip (2026-07-28), or not at all (the client declared no elicitation
-    in form mode)."""
+def _person(
+    ctx: Context, params: types.CallToolRequestParams, confirmations: Confirmations
+) -> Person | None:
+    """How the person using the client can be asked: on the confirmation page, whose address
+    goes to a client that declared URL mode (where there is a page: the person logs in there);
+    else a form on the session (2025-11-25) or an input_required round trip (2026-07-28); or not
+    at all (the client declared no elicitation)."""
     session = getattr(ctx, "session", None)
     capabilities = getattr(session, "client_capabilities", None)
     elicitation = getattr(capabilities, "elicitation", None)
-    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
-        return None  # an empty elicitation capability is form mode (the spec's default)
-    if getattr(session, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
-        return RoundTrip(params)
-    if not getattr(session, "can_send_request", False):
-        # 2025-11-25 over HTTP answers each call in JSON, with no stream to ask on: the
-        # person confirms on the confirmation page instead
+    if elicitation is None:
         return None
-    return FormElicitation(session, ctx.request_id)
+    modern = getattr(session, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+    # 2025-11-25 over HTTP answers each call in JSON until the session has a stream to ask on
+    can_ask = modern or getattr(session, "can_send_request", False)
+    if elicitation.url is not None and confirmations.has_page and can_ask:
+        if modern:
+            return UrlRoundTrip(params, confirmations)
+        return UrlElicitation(session, ctx.request_id, confirmations, PAGE_WAIT_SECONDS)
+    if elicitation.form is None and elicitation.url is not None:
+        return None  # an empty elicitation capability is form mode (the spec's default)
+    if not can_ask:
+        return None  # the person confirms on the confirmation page instead
+    return RoundTrip(params) if modern else FormElicitation(session, ctx.request_id)
 
 
 def _who(ctx: Context) -> str:

@@ -10,7 +10,7 @@ that does not name the offer). Nothing is sent to the insurer before the yes.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -87,18 +87,43 @@ class Gate:
             answer = await person.ask(shown, pending)
             if isinstance(answer, types.InputRequiredResult):
                 return answer
-            if answer != "accept":
-                raise self._declined(answer)
-            confirmed = Confirmed.of(_subject(broker), person.via, shown, who)
+            confirmed = await self._yes(person, answer, digest, given)
+            if confirmed is None:
+                confirmed = Confirmed.of(_subject(broker), person.via, shown, who)
         if keyed:
             await self.confirmations.give(digest, confirmed)
         return _with_confirmation(clean, confirmed)
+
+    async def _yes(
+        self,
+        person: Person,
+        answer: str,
+        digest: str,
+        given: Callable[[str], Awaitable[Confirmed | None]],
+    ) -> Confirmed | None:
+        """The person's answer: a no refused, a yes on the page read as the page keeps it (None
+        for a yes given through the client, which the caller records)."""
+        if answer == "pending":
+            raise self._waiting()
+        if answer != "accept":
+            await self.confirmations.declined(digest)  # told now: not again at the next call
+            raise self._declined(answer)
+        if not person.on_page:
+            return None
+        confirmed = await given(digest)
+        if confirmed is None:
+            raise self._waiting()
+        return confirmed
 
     async def _answered(
         self, person: RoundTrip, digest: str, broker: str, who: str
     ) -> Confirmed | None:
         """The person's answer a retried call carries, if it answers this call's question (once:
-        the question is gone with its answer, so the same answer confirms no second call)."""
+        the question is gone with its answer, so the same answer confirms no second call). On
+        the page, the yes is the page's (found before this): here only a no, or not yet."""
+        if person.on_page:
+            action = person.answer()
+            raise self._waiting() if action == "pending" else self._declined(action)
         question = await self.confirmations.answered(person.answering or "", digest)
         if question is None:
             return None  # too late, answered before, or for another call: asked anew
@@ -114,6 +139,16 @@ class Gate:
                 "confirmation-declined",
                 f"the person using the client {what} the confirmation: nothing was applied "
                 "for and nothing was sent to the insurer. Ask them what to change",
+            )
+        )
+
+    def _waiting(self) -> Refusal:
+        return Refusal(
+            self.problem(
+                "confirmation-required",
+                "the person using the client was given the confirmation page in their client "
+                "and has not answered there yet. Once they have, call this tool again with the "
+                "same arguments and idempotencyKey. Nothing was done",
             )
         )
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import ROUND_HALF_UP, Decimal
+from zoneinfo import ZoneInfo
 
 import httpx
 
@@ -241,3 +243,49 @@ def test_a_risk_object_is_replaced_and_removed_by_its_offered_steps(
     assert case["bc:draft"].get("p:hasRiskObject", []) == []
     assert case["bc:validationReport"]["sh:conforms"] is False
     assert "createRiskObject" in [s["bc:operation"] for s in case["bc:nextStep"]]
+
+
+def test_the_insurers_today_in_answers_and_no_contract_that_starts_in_the_past(
+    client: httpx.Client, server: ExampleServer
+) -> None:
+    """Answers say the insurer's today (an agent knows no date); "today" is a start an agent can
+    give without knowing it; a start before it is refused with the range admissible today, before
+    anything is priced or offered, and changes nothing."""
+    products = entry(client, server, "pfefferminzia")
+    start = step(products, "createCalculation")
+    case = call(client, server, start, {"p:hasRootProduct": start["bc:target"]}).json()
+    vienna = dt.datetime.now(ZoneInfo("Europe/Vienna")).date()
+    assert case["bc:insurerToday"] == vienna.isoformat()
+    assert case["bc:timeZone"] == "Europe/Vienna"
+    case = call(client, server, step(case, "createRiskObject"), SKODA).json()
+    begin = next(
+        a["@id"] for a in case["bc:draft"]["p:attribute"]
+        if a["p:property"].endswith("#vertragsbeginn")
+    )  # fmt: skip
+    past = (vienna - dt.timedelta(days=330)).isoformat()
+    if past < "2026-01-01":  # the product's own range begins there
+        past = "2026-01-01"
+    if past < vienna.isoformat():
+        moved = call(client, server, step(case, "setAttributes"),
+                     {"bc:values": [{"bc:attribute": begin, "p:value": past}]})  # fmt: skip
+        assert moved.status_code == 200, moved.text
+        refused = call(client, server, step(moved.json(), "calculatePremium"))
+        assert refused.status_code == 422, refused.text
+        problem = refused.json()
+        assert problem["type"].endswith("/start-in-the-past")
+        assert (
+            past in problem["detail"]
+            and f"admissible: {vienna.isoformat()} to" in (problem["detail"])
+        )
+        assert {s["bc:operation"] for s in problem["bc:nextStep"]} >= {"setAttributes"}
+        unchanged = call(client, server, step(moved.json(), "readCalculation")).json()
+        assert unchanged["bc:status"] == "draft" and "bc:premium" not in unchanged
+    today = call(client, server, step(case, "setAttributes"),
+                 {"bc:values": [{"bc:attribute": begin, "p:value": "today"}]})  # fmt: skip
+    assert today.status_code == 200, today.text
+    [value] = [a["p:value"] for a in today.json()["bc:draft"]["p:attribute"] if a["@id"] == begin]
+    assert value == vienna.isoformat()
+    priced = call(client, server, step(today.json(), "calculatePremium"))
+    assert priced.status_code == 200, priced.text
+    offered = call(client, server, step(priced.json(), "createOffer"))
+    assert offered.status_code == 201 and offered.json()["bc:insurerToday"] == vienna.isoformat()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from omds_ld.insurer.applications import offer_digest
 from omds_ld.insurer.data import Component, Insurer, Product
@@ -97,11 +99,30 @@ def premium_jsonld(product: Product, premium: Premium) -> dict[str, Any]:
 class Answers:
     """Builds every answer of one insurer's interface; knows where each operation lives."""
 
-    def __init__(self, norm: Norm, insurer: Insurer, api_base: str) -> None:
+    def __init__(
+        self,
+        norm: Norm,
+        insurer: Insurer,
+        api_base: str,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
         self.norm = norm
         self.insurer = insurer
         self.api_base = api_base
+        self.clock = clock
+        self.zone = ZoneInfo(insurer.time_zone)
         self._shapes: dict[str, NodeShape] = {**norm.shapes, **insurer.shapes}
+
+    def today(self) -> dt.date:
+        """The insurer's today, in its time zone."""
+        return self.clock().astimezone(self.zone).date()
+
+    def _dated(self, body: dict[str, Any]) -> dict[str, Any]:
+        """An answer that starts or continues a case says the insurer's today: an agent knows
+        no date of its own."""
+        body["bc:insurerToday"] = self.today().isoformat()
+        body["bc:timeZone"] = self.insurer.time_zone
+        return body
 
     # next steps
 
@@ -372,7 +393,7 @@ class Answers:
         if self.insurer.applications is None and self.insurer.application_process:
             # where this premium leads: how (or whether) an application is made here
             body["pk:applications"] = dict(self.insurer.application_process)
-        return self.envelope("bc:TariffResult", body, self.inquiry_steps(product))
+        return self.envelope("bc:TariffResult", self._dated(body), self.inquiry_steps(product))
 
     def case(self, product: Product, case: Case, report: Report) -> dict[str, Any]:
         """The business case: draft tree, includable components, report, premium, next steps."""
@@ -395,7 +416,9 @@ class Answers:
             body["bc:premium"] = dict(case.premium)
         if case.offer_id:
             body["bc:offer"] = offer_iri(self.insurer, case.offer_id)
-        return self.envelope("bc:BusinessCase", body, self.case_steps(product, case, report))
+        return self.envelope(
+            "bc:BusinessCase", self._dated(body), self.case_steps(product, case, report)
+        )
 
     def offer(
         self, offer: Offer, applicable: bool = False, expired: bool = False
@@ -431,7 +454,7 @@ class Answers:
                 "readCalculation", case_iri(self.insurer, offer.case_id), {"caseId": offer.case_id}
             )
         )
-        return self.envelope("bc:Offer", body, steps)
+        return self.envelope("bc:Offer", self._dated(body), steps)
 
     def recalculate_steps(self, offer: Offer) -> list[dict[str, Any]]:
         """A new calculation from an offer's case data (after it expired or was repriced)."""

@@ -9,6 +9,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from rdflib import RDFS, Graph, URIRef
@@ -129,6 +130,8 @@ class Insurer:
     applications: ApplicationRules | None = None
     # how an application is made at this insurer, in its words (process knowledge)
     application_process: Mapping[str, str] = field(default_factory=dict)
+    # where its day is measured: its today, a contract's earliest start, an offer's validity
+    time_zone: str = "Europe/Vienna"
 
     def product_by_iri(self, iri: str) -> Product | None:
         return next((p for p in self.products.values() if p.iri == iri), None)
@@ -297,6 +300,7 @@ def load_insurer(folder: Path) -> Insurer:
         shapes=shapes,
         applications=rules,
         application_process=raw["processKnowledge"].get("applications", {}),
+        time_zone=_time_zone(folder / "insurer.yaml", raw.get("timeZone", "Europe/Vienna")),
     )
 
 
@@ -345,3 +349,14 @@ def load_insurers(folder: Path | None = None) -> dict[str, Insurer]:
             [Finding(str(root), "/", "no insurer folders (with insurer.yaml) below it")]
         )
     return insurers
+
+
+def _time_zone(where: Path, name: Any) -> str:
+    """An IANA time zone the insurer's day is measured in (refused at load if unknown)."""
+    try:
+        ZoneInfo(str(name))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InsurerDataError(
+            [Finding(str(where), "/timeZone", f"{name!r} is no IANA time zone (Europe/Vienna)")]
+        ) from None
+    return str(name)

@@ -26,6 +26,7 @@ from omds_ld.insurer.validation import (
 from omds_ld.norm import Norm
 
 Clock = Callable[[], dt.datetime]
+TODAY = frozenset({"today", "heute", "ab sofort", "sofort"})  # a date attribute's value "today"
 
 
 def system_clock() -> dt.datetime:
@@ -55,7 +56,7 @@ class InsurerService:
         self.insurer = insurer
         self.store = store
         self.clock = clock
-        self.answers = Answers(norm, insurer, api_base)
+        self.answers = Answers(norm, insurer, api_base, clock)
         self.desk = ApplicationDesk(self)
 
     def _now(self) -> str:
@@ -199,7 +200,9 @@ class InsurerService:
             case_id=uuid.uuid4().hex[:20],
             broker=broker.id,
             status="draft",
-            draft=self._starting_draft(broker, product, body.get("bc:basedOn")),
+            draft=self._from_today(
+                product, self._starting_draft(broker, product, body.get("bc:basedOn"))
+            ),
             premium=None,
             offer_id=None,
             version=1,
@@ -210,6 +213,19 @@ class InsurerService:
         answer = self._case_answer(201, product, case)
         location = self.answers.step("readCalculation", "", {"caseId": case.case_id})["bc:href"]
         return replace(answer, headers={"Location": location})
+
+    def _from_today(self, product: Product, draft: Draft) -> Draft:
+        """A new draft's contract start, where nobody chose it, is never before the insurer's
+        today: a default of the product (or an earlier case's) moves up to today."""
+        today = self.answers.today().isoformat()
+        attributes = {node: dict(values) for node, values in draft.attributes.items()}
+        for node in product.nodes:
+            for attribute in node.attributes:
+                value = attributes.get(node.id, {}).get(attribute.local_name)
+                chosen = draft.is_chosen(node.id, attribute.local_name)
+                if attribute.contract_start and isinstance(value, str) and value < today:
+                    attributes[node.id][attribute.local_name] = value if chosen else today
+        return replace(draft, attributes=attributes)
 
     def _starting_draft(self, broker: Broker, product: Product, based_on: str | None) -> Draft:
         """The default instance, or the draft of an earlier case of the same broker and product
@@ -361,10 +377,13 @@ class InsurerService:
             base = draft_iri(self.insurer, case.case_id)
             iris = node_iris(product, base)
             known: dict[str, tuple[str, str, str]] = {}
+            dates: set[str] = set()  # attributes whose value may be "today"
             for node in product.nodes:
                 for attribute in node.attributes:
                     iri = attribute_iri(iris[node.id], attribute)
                     known[iri] = (node.id, attribute.local_name, attribute.path)
+                    if (attribute.datatype or "").endswith("#date"):
+                        dates.add(iri)
             changes: dict[tuple[str, str], Scalar] = {}
             changed: set[tuple[str, str | None]] = set()
             errors = []
@@ -378,7 +397,10 @@ class InsurerService:
                         )
                     )
                     continue
-                changes[(target[0], target[1])] = item["p:value"]
+                value = item["p:value"]
+                if item["bc:attribute"] in dates and str(value).strip().lower() in TODAY:
+                    value = self.answers.today().isoformat()  # the insurer's today, not the agent's
+                changes[(target[0], target[1])] = value
                 changed.add((iris[target[0]], target[2]))
             if errors:
                 raise Problem(
@@ -438,6 +460,7 @@ class InsurerService:
                     extra={"bc:validationReport": report.to_jsonld()},
                     next_steps=self.answers.case_steps(product, case, report),
                 )
+            self._check_start(product, case, report)
             premium = premium_jsonld(product, calculate(product.tariff, case.draft.tariff_input()))
             calculated = replace(case, status="calculated", premium=premium, updated=self._now())
             if case.status == "calculated" and case.premium == premium:
@@ -469,6 +492,7 @@ class InsurerService:
             raise self._not_admissible(
                 product, case, "calculate the premium first (calculatePremium); an offer needs it"
             )
+        self._check_start(product, case, report)
         now = self.clock()
         offer_id = uuid.uuid4().hex[:20]
         offer = Offer(
@@ -493,6 +517,40 @@ class InsurerService:
             ) from None
         location = self.answers.step("readOffer", "", {"offerId": offer_id})["bc:href"]
         return Answer(201, self.desk.offer_answer(offer), {"Location": location})
+
+    def _check_start(self, product: Product, case: Case, report: Report) -> None:
+        """A contract start (bc:contractStart) before the insurer's today is refused before
+        anything is priced or offered, with the range that is admissible today."""
+        today = self.answers.today()
+        iris = node_iris(product, draft_iri(self.insurer, case.case_id))
+        for node in product.nodes:
+            for attribute in node.attributes:
+                value = case.draft.attributes.get(node.id, {}).get(attribute.local_name)
+                if not (attribute.contract_start and isinstance(value, str)):
+                    continue
+                try:
+                    start = dt.date.fromisoformat(value)
+                except ValueError:
+                    continue  # not a date: the shape's error, not this one's
+                if start >= today:
+                    continue
+                name = attribute.name.get(self.insurer.language) or attribute.local_name
+                latest = attribute.max_inclusive
+                admissible = f"{today.isoformat()}" + (f" to {latest}" if latest else " or later")
+                raise Problem(
+                    "start-in-the-past",
+                    f"{name} {value} is before today at {self.insurer.display_name} "
+                    f"({today.isoformat()}, {self.insurer.time_zone}); admissible: {admissible}. "
+                    "Nothing was priced or offered; set it with setAttributes (the value "
+                    '"today" names the insurer\'s today)',
+                    errors=[
+                        FieldError("/bc:values", f"{attribute_iri(iris[node.id], attribute)}: "
+                                   f"{admissible}")
+                    ],
+                    extra={"bc:insurerToday": today.isoformat(),
+                           "bc:timeZone": self.insurer.time_zone},
+                    next_steps=self.answers.case_steps(product, case, report),
+                )  # fmt: skip
 
     @property
     def offer_validity(self) -> dt.timedelta:

@@ -1063,6 +1063,7 @@ def _tariff_result(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         w.abbreviate_below(w.inquired)
     w.validation(answer.get("bc:validationReport"))
     w.premium(answer.get("bc:premium"))
+    _insurer_today(w, answer)
     applying = label(answer.get("pk:applications"), w.language)
     if applying:  # where this premium leads: how (or whether) an application is made
         w.line(f"Applying: {applying}")
@@ -1076,9 +1077,19 @@ def _tariff_result(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     return set()
 
 
+def _insurer_today(w: _Writer, answer: Mapping[str, Any]) -> None:
+    """The insurer's today, where the answer says it: an agent knows no date of its own."""
+    today = answer.get("bc:insurerToday")
+    if isinstance(today, str) and today:
+        zone = answer.get("bc:timeZone")
+        w.line(f"Today at the insurer: {today}" + (f" ({zone})" if zone else ""))
+        w.data["insurerToday"] = today
+
+
 def _business_case(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
     name = label(answer.get("rdfs:label"), w.language)
     w.line(f"Business case {answer.get('bc:caseId')} · status {answer.get('bc:status')} · {name}")
+    _insurer_today(w, answer)
     if answer.get("@id"):
         w.abbreviate_below(str(answer["@id"]))
     w.data["case"] = {
@@ -1115,6 +1126,7 @@ def _offer(w: _Writer, answer: Mapping[str, Any]) -> set[str]:
         f"Offer {answer.get('bc:offerId')} <{answer.get('@id')}> for "
         f"<{answer.get('bc:offerFor')}>, {validity}"
     )
+    _insurer_today(w, answer)
     digest = answer.get("bc:offerDigest")
     if answer.get("bc:expired"):
         w.line("Expired: the offer binds the insurer no longer; calculate again (next steps)")

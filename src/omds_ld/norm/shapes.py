@@ -75,6 +75,8 @@ class Field:
     # field and what is admissible, never the value
     message: dict[str, str] = field(default_factory=dict)
     personal: bool = False  # bc:personalData: never cached, never logged, masked for a model
+    # bc:contractStart: the contract's start, never before the insurer's today ("today" is one)
+    contract_start: bool = False
 
     @property
     def local_name(self) -> str:
@@ -199,6 +201,7 @@ def _field(graph: Graph, node: Node) -> Field:
         value_labels=_value_labels(graph, node, in_values or ()),
         message=_texts(graph, node, SH.message),
         personal=str(_one(graph, node, URIRef(BC + "personalData"))).lower() == "true",
+        contract_start=str(_one(graph, node, URIRef(BC + "contractStart"))).lower() == "true",
     )
 
 

@@ -83,10 +83,17 @@ class Person:
     they were shown. Asked by URL, they open the page, log in as ``broker`` and answer there
     (``confirm`` True: confirm; anything else: decline); not accepting means not opening it."""
 
-    def __init__(self, action: str = "accept", confirm: Any = True, broker: str = DEMO_BROKER):
+    def __init__(
+        self,
+        action: str = "accept",
+        confirm: Any = True,
+        broker: str = DEMO_BROKER,
+        content: dict[str, Any] | None = None,
+    ):
         self.action = action
         self.confirm = confirm
         self.broker = broker
+        self.content = content or {}  # more of the form: the customer's consent as they state it
         self.shown: list[str] = []
         self.urls: list[str] = []
 
@@ -103,6 +110,7 @@ class Person:
         content = None
         if self.action == "accept":
             content = {} if self.confirm is MISSING else {"confirm": self.confirm}
+            content.update(self.content)
         return types.ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
 
 

@@ -6,12 +6,15 @@ confirmation, a client that cannot ask) ends as the norm says, with the insurer'
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import re
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+import mcp_types as types
 
 from omds_ld.mcp.condense import answer_of
 from omds_ld.mcp.confirm import shown_digest
@@ -259,13 +262,6 @@ def test_consent_to_other_conditions_is_refused_before_anyone_is_asked(
              "body": application(second, **{"bc:consent": consent})},
         )  # fmt: skip
         assert result.is_error and problem_type(result) == "consent-mismatch"
-        missing = dict(application(second))
-        del missing["bc:consent"]
-        result = await client.call_tool(
-            "createApplication",
-            {"offerId": answer_of(second)["offer"]["offerId"], "body": missing},
-        )
-        assert result.is_error and problem_type(result) == "consent-missing"
         state["offer"] = answer_of(second)["offer"]["offerId"]
 
     run(server.mcp("pfefferminzia"), body, "2026-07-28", person)
@@ -658,3 +654,52 @@ def test_a_url_elicitation_declined_or_unanswered_binds_nothing(server: ExampleS
             assert result.is_error and problem_type(result) == expected, (mode, person.action)
             assert "/omds-ld/confirmations/" not in result.content[0].text
             assert applications_of(server, seen["offer"]) == []
+
+
+def test_the_consent_is_the_persons_not_the_models(server: ExampleServer) -> None:
+    """An application without bc:consent is put to the person, not refused: they state who
+    consented, how and when (the policyholder, in person, now as what they may accept), and the
+    application carries what they stated, bound to this offer. A consent stated incompletely
+    binds nothing."""
+    stated = {"consentedBy": "Anna Berger", "consentMethod": "phone",
+              "consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}  # fmt: skip
+    person = Person(content=stated)
+    asked: list[Any] = []
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return await person(context, params)
+
+    made: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        offer = await make_offer(client)
+        without = application(offer)
+        del without["bc:consent"]
+        result = await follow(client, step(offer, "createApplication"), without)
+        made.update(answer_of(result)["application"], digest=answer_of(offer)["offer"]["digest"])
+
+    run(server.mcp("pfefferminzia"), body, "legacy", callback)  # type: ignore[arg-type]
+    [form] = asked
+    fields = form.requested_schema["properties"]
+    assert fields["consentedBy"]["default"] == "Anna Berger"  # the policyholder, to accept
+    assert fields["consentMethod"]["enum"] and fields["consentedAt"]["format"] == "date-time"
+    consent = stored(server, made["applicationId"])["consent"]
+    assert consent["bc:consentMethod"] == "phone"
+    assert consent["bc:consentedAt"] == stated["consentedAt"]
+    assert consent["bc:offerDigest"] == made["digest"]
+    assert consent["bc:confirmation"]["bc:confirmedVia"] == "elicitation (form)"
+    wrong = Person(content={**stated, "consentMethod": "telepathy"})
+    seen: dict[str, Any] = {}
+
+    async def incomplete(client: Client) -> None:
+        offer = await make_offer(client)
+        result = await client.call_tool(
+            "createApplication",
+            {"offerId": answer_of(offer)["offer"]["offerId"], "body": application(offer)},
+        )
+        seen.update(offer=answer_of(offer)["offer"]["offerId"], result=result)
+
+    run(server.mcp("pfefferminzia"), incomplete, "2026-07-28", wrong)
+    assert problem_type(seen["result"]) == "consent-missing"
+    assert applications_of(server, seen["offer"]) == []

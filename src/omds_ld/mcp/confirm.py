@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
@@ -42,7 +43,8 @@ from omds_ld.mcp.state import StateStore
 INPUT_KEY = "omds-ld-confirmation"  # the key of our one input request in a round trip
 CONFIRMATION_TTL = 24 * 3600.0  # as long as an idempotency record: a retry finds it
 PENDING_TTL = 15 * 60.0  # how long a question waits for the person's answer
-Action = Literal["accept", "decline", "cancel", "pending"]  # pending: not answered on the page yet
+# pending: not answered on the page yet; incomplete: a yes without a complete consent
+Action = Literal["accept", "decline", "cancel", "pending", "incomplete"]
 PAGE_WAIT_SECONDS = 120.0  # how long a 2025 call waits for the person's answer on the page
 URL_MESSAGE = (
     "Eine verbindliche Anfrage wartet auf Ihre Bestätigung: Melden Sie sich auf der Seite als "
@@ -51,17 +53,72 @@ URL_MESSAGE = (
     "the customer to and answer there."
 )
 
-SCHEMA: types.ElicitRequestedSchema = {
-    "type": "object",
-    "properties": {
-        "confirm": {
-            "type": "boolean",
-            "title": "Ja, verbindlich beantragen / Yes, apply (binds the customer)",
-            "default": False,
-        }
-    },
-    "required": ["confirm"],
-}
+CONSENT_METHODS = ("in-person", "phone", "video", "written", "electronic")
+CLOCK_SKEW_SECONDS = 300  # a consent "from the future" within this is a clock's drift
+
+
+def question_schema(defaults: Mapping[str, str] | None) -> types.ElicitRequestedSchema:
+    """The form the person answers: their yes, and, where the call applies for a customer, the
+    customer's consent as they know it (who, how, when; the model's account as defaults)."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "confirm": {
+                "type": "boolean",
+                "title": "Ja, verbindlich beantragen / Yes, apply (binds the customer)",
+                "default": False,
+            }
+        },
+        "required": ["confirm"],
+    }
+    if defaults is not None:
+        schema["properties"].update(
+            consentedBy={"type": "string", "title": "Zugestimmt hat / Consented by",
+                         "minLength": 1, "maxLength": 200, "default": defaults["bc:consentedBy"]},
+            consentMethod={"type": "string", "title": "Wie / How",
+                           "enum": list(CONSENT_METHODS), "default": defaults["bc:consentMethod"]},
+            consentedAt={"type": "string", "title": "Wann (ISO 8601) / When (ISO 8601)",
+                         "format": "date-time", "default": defaults["bc:consentedAt"]},
+        )  # fmt: skip
+        schema["required"] += ["consentedBy", "consentMethod", "consentedAt"]
+    return schema
+
+
+def stated_consent(
+    content: Mapping[str, Any] | None, defaults: Mapping[str, str] | None
+) -> dict[str, str] | None:
+    """The customer's consent as the person stated it (what they left alone: the defaults
+    shown), or None where it is incomplete; {} where the call needs none."""
+    if defaults is None:
+        return {}
+    content = content or {}
+    by = " ".join(str(content.get("consentedBy", defaults["bc:consentedBy"])).split())
+    method = str(content.get("consentMethod", defaults["bc:consentMethod"]))
+    at = str(content.get("consentedAt", defaults["bc:consentedAt"])).strip()
+    if not (0 < len(by) <= MAX_WHO) or method not in CONSENT_METHODS or _moment(at) is None:
+        return None
+    return {"bc:consentedBy": by, "bc:consentMethod": method, "bc:consentedAt": at}
+
+
+def _moment(text: str) -> float | None:
+    """An ISO 8601 date and time with its offset, not in the future; its epoch."""
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None or len(text) > 40:
+        return None
+    stamp = moment.timestamp()
+    return stamp if stamp <= time.time() + CLOCK_SKEW_SECONDS else None
+
+
+@dataclass(frozen=True)
+class Said:
+    """The person's answer through the client: accept (a yes, with the consent they stated),
+    decline, cancel, or pending (not answered on the page yet)."""
+
+    action: Action
+    consent: Mapping[str, str] | None = None
 
 
 MAX_WHO = 200  # the norm's bound on bc:confirmedBy: a client's long name never breaks the call
@@ -78,6 +135,9 @@ class Confirmed:
     via: str
     shown: str  # "sha256:<hex>" of the text shown
     name: str = ""
+    # the customer's consent as the person stated it (bc:consentedBy, bc:consentMethod,
+    # bc:consentedAt); {} where the call binds without one
+    consent: Mapping[str, str] = field(default_factory=dict)
 
     def to_jsonld(self) -> dict[str, str]:
         record = {
@@ -91,15 +151,17 @@ class Confirmed:
         return record
 
     @classmethod
-    def of(cls, who: str, via: str, shown: str, name: str = "") -> Confirmed:
+    def of(
+        cls, who: str, via: str, shown: str, name: str = "", consent: Mapping[str, str] = {}
+    ) -> Confirmed:
         """A yes given now to the text ``shown``."""
-        return cls(who, now(), via, shown_digest(shown), name)
+        return cls(who, now(), via, shown_digest(shown), name, dict(consent))
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Confirmed:
         return cls(
             str(record["who"]), str(record["at"]), str(record["via"]), str(record["shown"]),
-            str(record.get("name", "")),
+            str(record.get("name", "")), dict(record.get("consent") or {}),
         )  # fmt: skip
 
 
@@ -127,8 +189,8 @@ class Person(Protocol):
     on_page: bool
 
     async def ask(
-        self, message: str, pending: str
-    ) -> Action | types.InputRequiredResult:  # pragma: no cover - a protocol
+        self, message: str, pending: str, schema: types.ElicitRequestedSchema
+    ) -> Said | types.InputRequiredResult:  # pragma: no cover - a protocol
         ...
 
 
@@ -142,12 +204,11 @@ class FormElicitation:
         self.session = session
         self.request_id = request_id
 
-    async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
-        result = await self.session.elicit_form(message, SCHEMA, self.request_id)
-        if result.action == "accept" and not is_yes(result.action, result.content):
-            return "decline"  # the form was sent without the box ticked
-        action: Action = result.action
-        return action
+    async def ask(
+        self, message: str, pending: str, schema: types.ElicitRequestedSchema
+    ) -> Said | types.InputRequiredResult:
+        result = await self.session.elicit_form(message, schema, self.request_id)
+        return _said(result, schema)
 
 
 class RoundTrip:
@@ -166,18 +227,17 @@ class RoundTrip:
         """The pending question this call answers, if it carries an answer."""
         return self.request_state if INPUT_KEY in self.responses else None
 
-    def answer(self) -> Action:
+    def answer(self, schema: types.ElicitRequestedSchema) -> Said:
         response = self.responses.get(INPUT_KEY)
         if not isinstance(response, types.ElicitResult):
-            return "cancel"
-        if response.action == "accept" and not is_yes(response.action, response.content):
-            return "decline"
-        action: Action = response.action
-        return action
+            return Said("cancel")
+        return _said(response, schema)
 
-    async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
+    async def ask(
+        self, message: str, pending: str, schema: types.ElicitRequestedSchema
+    ) -> Said | types.InputRequiredResult:
         request = types.ElicitRequest(
-            params=types.ElicitRequestFormParams(message=message, requested_schema=SCHEMA)
+            params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
         )
         return types.InputRequiredResult(input_requests={INPUT_KEY: request}, request_state=pending)
 
@@ -198,20 +258,21 @@ class UrlElicitation:
         self.confirmations = confirmations
         self.wait = wait
 
-    async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
+    async def ask(
+        self, message: str, pending: str, schema: types.ElicitRequestedSchema
+    ) -> Said | types.InputRequiredResult:
         url = self.confirmations.page(pending)
         if url is None:
-            return "cancel"
+            return Said("cancel")
         result = await self.session.elicit_url(URL_MESSAGE, url, pending, self.request_id)
         if result.action != "accept":
-            action: Action = result.action
-            return action
+            return Said(result.action)
         state = await self.confirmations.wait(pending, self.wait)
         if state == "pending":
-            return "pending"
+            return Said("pending")
         with contextlib.suppress(Exception):  # a courtesy: the answer is kept either way
             await self.session.send_elicit_complete(pending, self.request_id)
-        return "accept" if state == "confirmed" else "decline"
+        return Said("accept" if state == "confirmed" else "decline")
 
 
 class UrlRoundTrip(RoundTrip):
@@ -225,23 +286,53 @@ class UrlRoundTrip(RoundTrip):
         super().__init__(params)
         self.confirmations = confirmations
 
-    def answer(self) -> Action:
+    def answer(self, schema: types.ElicitRequestedSchema) -> Said:
         response = self.responses.get(INPUT_KEY)
         if not isinstance(response, types.ElicitResult):
-            return "cancel"
-        action: Action = response.action
-        return "pending" if action == "accept" else action  # the yes itself is the page's
+            return Said("cancel")
+        # the yes itself is the page's: accepting the URL is only having opened it
+        return Said("pending" if response.action == "accept" else response.action)
 
-    async def ask(self, message: str, pending: str) -> Action | types.InputRequiredResult:
+    async def ask(
+        self, message: str, pending: str, schema: types.ElicitRequestedSchema
+    ) -> Said | types.InputRequiredResult:
         url = self.confirmations.page(pending)
         if url is None:
-            return "cancel"
+            return Said("cancel")
         request = types.ElicitRequest(
             params=types.ElicitRequestURLParams(
                 message=URL_MESSAGE, url=url, elicitation_id=pending
             )
         )
         return types.InputRequiredResult(input_requests={INPUT_KEY: request}, request_state=pending)
+
+
+def with_offer(stated: Mapping[str, str] | None, asked: Mapping[str, str] | None) -> dict[str, str]:
+    """The consent the person stated, bound to the offer the question named."""
+    if not stated or not asked:
+        return {}
+    return {**stated, "bc:offerDigest": asked.get("bc:offerDigest", "")}
+
+
+def _said(result: types.ElicitResult, schema: types.ElicitRequestedSchema) -> Said:
+    """A form's answer: a yes only with the boolean yes (and a complete consent where asked)."""
+    if result.action != "accept":
+        return Said(result.action)
+    if not is_yes(result.action, result.content):
+        return Said("decline")  # the form was sent without the box ticked
+    consent = stated_consent(result.content, _defaults(schema))
+    return Said("accept", consent) if consent is not None else Said("incomplete")
+
+
+def _defaults(schema: types.ElicitRequestedSchema) -> dict[str, str] | None:
+    """The consent defaults a question's form carries (None: it asks for no consent)."""
+    properties = schema.get("properties", {})
+    if "consentedBy" not in properties:
+        return None
+    return {
+        f"bc:{name}": str(properties[name].get("default", ""))
+        for name in ("consentedBy", "consentMethod", "consentedAt")
+    }
 
 
 def call_digest(insurer: str, broker: str, tool: str, arguments: Mapping[str, Any]) -> str:
@@ -283,11 +374,20 @@ class Confirmations:
     async def forget(self, digest: str) -> None:
         await self.state.delete(f"confirm:given:{digest}")
 
-    async def ask(self, digest: str, insurer: str, broker: str, shown: str) -> str:
-        """A new question (its id: unguessable, the page's address)."""
+    async def ask(
+        self,
+        digest: str,
+        insurer: str,
+        broker: str,
+        shown: str,
+        consent: Mapping[str, str] | None = None,
+    ) -> str:
+        """A new question (its id: unguessable, the page's address); ``consent``: the defaults
+        of the consent the person states (None: the call needs none)."""
         pending = secrets.token_urlsafe(24)
         record = {
             "digest": digest, "insurer": insurer, "broker": broker, "shown": shown,
+            "consent": dict(consent) if consent is not None else None,
             "state": "pending", "asked": time.time(),
         }  # fmt: skip
         await self.state.set(f"confirm:pending:{pending}", json.dumps(record).encode(), PENDING_TTL)
@@ -307,7 +407,12 @@ class Confirmations:
         return question  # type: ignore[no-any-return]
 
     async def answer_page(
-        self, pending: str, yes: bool, subject: str, name: str = ""
+        self,
+        pending: str,
+        yes: bool,
+        subject: str,
+        name: str = "",
+        consent: Mapping[str, str] | None = None,
     ) -> dict[str, Any] | None:
         """The logged-in person's answer on the confirmation page, once per question (of two
         answers at once, the first counts): a yes is kept by the call's digest for the call."""
@@ -317,12 +422,15 @@ class Confirmations:
         if not await self.state.add(f"confirm:answered:{pending}", b"1", PENDING_TTL):
             return await self.question(pending)
         if yes:
-            confirmed = Confirmed.of(subject, "confirmation page", question["shown"], name)
+            consent = with_offer(consent, question.get("consent"))
+            confirmed = Confirmed.of(subject, "confirmation page", question["shown"], name, consent)
             await self.give(question["digest"], confirmed)
         else:
             await self.state.set(f"confirm:declined:{question['digest']}", b"1", PENDING_TTL)
         # answered: the text that names the customer is kept no longer
-        question.update(state="confirmed" if yes else "declined", who=subject, name=name, shown="")
+        question.update(
+            state="confirmed" if yes else "declined", who=subject, name=name, shown="", consent=None
+        )
         await self.state.set(
             f"confirm:pending:{pending}", json.dumps(question).encode(), PENDING_TTL
         )

@@ -46,7 +46,7 @@ from starlette.routing import BaseRoute, Route
 from omds_ld.auth.resource import ResourceGuard
 from omds_ld.auth.tokens import Identity
 from omds_ld.mcp.config import PageLogin
-from omds_ld.mcp.confirm import Confirmations
+from omds_ld.mcp.confirm import CONSENT_METHODS, Confirmations, stated_consent
 
 CONFIRMATION_PATH = "/omds-ld/confirmations"
 CALLBACK = "callback"  # …/confirmations/callback: where the authorization server sends the code
@@ -248,7 +248,8 @@ class ConfirmationPage:
             f"bind the customer to:</p><pre>{escape(str(question['shown']))}</pre>"
             '<form method="post">'
             f'<input type="hidden" name="csrf" value="{_form_token(person.session, pending)}">'
-            '<button name="answer" value="confirm">Confirm (binds the customer)</button>'
+            + _consent_fields(question.get("consent"))
+            + '<button name="answer" value="confirm">Confirm (binds the customer)</button>'
             '<button name="answer" value="decline">Decline</button></form>'
         )
 
@@ -274,8 +275,19 @@ class ConfirmationPage:
         answer = (form.get("answer") or [""])[0]
         if answer not in {"confirm", "decline"}:
             return _page("Incomplete", "<p>Confirm or decline.</p>", 422)
+        consent = stated_consent(
+            {k: (form.get(k) or [""])[0] for k in CONSENT_FIELDS if k in form},
+            question.get("consent"),
+        )
+        if answer == "confirm" and consent is None:
+            return _page(
+                "Incomplete",
+                "<p>State the customer's consent: who consented, how, and when (a date and time "
+                "with its offset, not in the future). Nothing was done.</p>",
+                422,
+            )
         answered = await self.confirmations.answer_page(
-            pending, answer == "confirm", person.subject, person.name
+            pending, answer == "confirm", person.subject, person.name, consent
         )
         return _page("Thank you", _answered(answered or question))
 
@@ -288,6 +300,28 @@ async def _read_form(request: Request) -> dict[str, list[str]] | None:
         if len(raw) > MAX_FORM_BYTES:
             return None
     return parse_qs(raw.decode("utf-8", "replace"))
+
+
+CONSENT_FIELDS = ("consentedBy", "consentMethod", "consentedAt")
+
+
+def _consent_fields(defaults: Mapping[str, str] | None) -> str:
+    """The customer's consent as the person states it, the agent's account filled in."""
+    if not defaults:
+        return ""
+    options = "".join(
+        f'<option value="{m}"{" selected" if m == defaults["bc:consentMethod"] else ""}>{m}'
+        "</option>"
+        for m in CONSENT_METHODS
+    )
+    return (
+        "<fieldset><legend>The customer's consent, as you know it</legend>"
+        '<p><label>Who consented <input name="consentedBy" required maxlength="200" '
+        f'value="{escape(defaults["bc:consentedBy"])}"></label></p>'
+        f'<p><label>How <select name="consentMethod">{options}</select></label></p>'
+        '<p><label>When (ISO 8601, with offset) <input name="consentedAt" required '
+        f'maxlength="40" value="{escape(defaults["bc:consentedAt"])}"></label></p></fieldset>'
+    )
 
 
 def _form_token(session: str, pending: str) -> str:

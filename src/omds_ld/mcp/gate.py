@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 
 from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.confirm import (
+    CONSENT_METHODS,
     Confirmations,
     Confirmed,
     Person,
     RoundTrip,
+    Said,
     call_digest,
+    now,
+    question_schema,
+    stated_consent,
+    with_offer,
 )
 from omds_ld.mcp.refusal import Refusal
 from omds_ld.mcp.upstream import CALLER, Upstream
@@ -67,7 +74,8 @@ class Gate:
     async def check(
         self, spec: ToolSpec, arguments: dict[str, Any], person: Person | None, who: str
     ) -> dict[str, Any] | types.InputRequiredResult:
-        """The arguments to send, with the person's confirmation; or the question to ask."""
+        """The arguments to send, with the person's confirmation and the customer's consent as
+        they stated it; or the question to ask."""
         clean = _without_confirmation(arguments)
         broker = CALLER.get().subject or "-"
         digest = call_digest(self.insurer, broker, spec.name, clean)
@@ -80,16 +88,19 @@ class Gate:
         if confirmed is None and isinstance(person, RoundTrip) and person.answering:
             confirmed = await self._answered(person, digest, broker, who)
         if confirmed is None:
-            shown = await self.shown(spec, clean)
-            pending = await self.confirmations.ask(digest, self.insurer, broker, shown)
+            question = await self.question(spec, clean)
+            pending = await self.confirmations.ask(
+                digest, self.insurer, broker, question.shown, question.consent
+            )
             if person is None:
                 raise self._required(pending)
-            answer = await person.ask(shown, pending)
-            if isinstance(answer, types.InputRequiredResult):
-                return answer
-            confirmed = await self._yes(person, answer, digest, given)
+            said = await person.ask(question.shown, pending, question_schema(question.consent))
+            if isinstance(said, types.InputRequiredResult):
+                return said
+            confirmed = await self._yes(person, said, digest, given)
             if confirmed is None:
-                confirmed = Confirmed.of(_subject(broker), person.via, shown, who)
+                consent = with_offer(said.consent, question.consent)
+                confirmed = Confirmed.of(_subject(broker), person.via, question.shown, who, consent)
         if keyed:
             await self.confirmations.give(digest, confirmed)
         return _with_confirmation(clean, confirmed)
@@ -97,17 +108,19 @@ class Gate:
     async def _yes(
         self,
         person: Person,
-        answer: str,
+        said: Said,
         digest: str,
         given: Callable[[str], Awaitable[Confirmed | None]],
     ) -> Confirmed | None:
         """The person's answer: a no refused, a yes on the page read as the page keeps it (None
         for a yes given through the client, which the caller records)."""
-        if answer == "pending":
+        if said.action == "pending":
             raise self._waiting()
-        if answer != "accept":
+        if said.action == "incomplete":
+            raise self._incomplete()
+        if said.action != "accept":
             await self.confirmations.declined(digest)  # told now: not again at the next call
-            raise self._declined(answer)
+            raise self._declined(said.action)
         if not person.on_page:
             return None
         confirmed = await given(digest)
@@ -122,15 +135,18 @@ class Gate:
         the question is gone with its answer, so the same answer confirms no second call). On
         the page, the yes is the page's (found before this): here only a no, or not yet."""
         if person.on_page:
-            action = person.answer()
+            action = person.answer(question_schema(None)).action
             raise self._waiting() if action == "pending" else self._declined(action)
         question = await self.confirmations.answered(person.answering or "", digest)
         if question is None:
             return None  # too late, answered before, or for another call: asked anew
-        action = person.answer()
-        if action != "accept":
-            raise self._declined(action)
-        return Confirmed.of(_subject(broker), person.via, str(question["shown"]), who)
+        said = person.answer(question_schema(question.get("consent")))
+        if said.action == "incomplete":
+            raise self._incomplete()
+        if said.action != "accept":
+            raise self._declined(said.action)
+        consent = with_offer(said.consent, question.get("consent"))
+        return Confirmed.of(_subject(broker), person.via, str(question["shown"]), who, consent)
 
     def _declined(self, action: str) -> Refusal:
         what = "declined" if action == "decline" else "cancelled"
@@ -139,6 +155,17 @@ class Gate:
                 "confirmation-declined",
                 f"the person using the client {what} the confirmation: nothing was applied "
                 "for and nothing was sent to the insurer. Ask them what to change",
+            )
+        )
+
+    def _incomplete(self) -> Refusal:
+        return Refusal(
+            self.problem(
+                "consent-missing",
+                "the person confirmed, but the customer's consent they stated is not complete "
+                "(who consented, how: one of " + ", ".join(CONSENT_METHODS) + ", and when: a "
+                "date and time with its offset, not in the future). Nothing was applied for; "
+                "call again and let them state it",
             )
         )
 
@@ -177,17 +204,21 @@ class Gate:
 
     # what the person is shown
 
-    async def shown(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> str:
-        """What the person confirms, in the insurer's language (and English for a German
-        one): insurer, product, premium, payment, start and the customer's consent."""
+    async def question(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> Question:
+        """What the person confirms, in the insurer's language (and English for a German one):
+        for an application everything it binds the customer to, and the consent they state
+        (the model's account of it as defaults, bound to the offer as it is now)."""
         if spec.name != "createApplication":
-            return self._line(
-                f"{self.display_name}: {spec.title} ({spec.name}); das bindet den Kunden.",
-                f"{self.display_name}: {spec.title} ({spec.name}); this binds the customer.",
+            return Question(
+                self._line(
+                    f"{self.display_name}: {spec.title} ({spec.name}); das bindet den Kunden.",
+                    f"{self.display_name}: {spec.title} ({spec.name}); this binds the customer.",
+                ),
+                None,
             )
         offer = await self._offer(str(arguments["offerId"]))
         body = arguments.get("body") or {}
-        consent = body.get("bc:consent") or {}
+        told = body.get("bc:consent") or {}
         if offer.get("bc:expired"):
             raise Refusal(
                 self.problem(
@@ -199,17 +230,7 @@ class Gate:
                     **{"bc:nextStep": list(offer.get("bc:nextStep") or [])},
                 )
             )
-        if not consent:
-            raise Refusal(
-                self.problem(
-                    "consent-missing",
-                    "an application binds the customer: bc:consent must say who consented, "
-                    "when, how, and name this offer's bc:offerDigest "
-                    f"({offer.get('bc:offerDigest')}); nothing was asked of the person or sent "
-                    "to the insurer",
-                )
-            )
-        if consent.get("bc:offerDigest") != offer.get("bc:offerDigest"):
+        if told and told.get("bc:offerDigest") not in (None, offer.get("bc:offerDigest")):
             raise Refusal(
                 self.problem(
                     "consent-mismatch",
@@ -219,11 +240,17 @@ class Gate:
                     "nothing was asked of the person or sent to the insurer",
                 )
             )
+        consent = _consent_defaults(told, body.get("bc:policyholder") or {})
+        consent["bc:offerDigest"] = str(offer.get("bc:offerDigest", ""))
         product = await self._product_label(str(offer.get("p:hasRootProduct", "")))
-        return "\n".join(self._application_lines(offer, product, body))
+        return Question("\n".join(self._application_lines(offer, product, body, consent)), consent)
 
     def _application_lines(
-        self, offer: Mapping[str, Any], product: str, body: Mapping[str, Any]
+        self,
+        offer: Mapping[str, Any],
+        product: str,
+        body: Mapping[str, Any],
+        consent: Mapping[str, str],
     ) -> list[str]:
         """Everything the application binds the customer to, in full: the person sees what the
         model is not shown (the whole account, the holder, the policyholder's identity, where
@@ -236,7 +263,6 @@ class Gate:
         de_freq, en_freq = FREQUENCIES.get(str(payment.get("bc:paymentFrequency")), ("", ""))
         de_method, en_method = METHODS.get(str(payment.get("bc:paymentMethod")), ("", ""))
         account = _account(payment)
-        consent = body.get("bc:consent") or {}
         by, how, at = (consent.get(k, "") for k in
                        ("bc:consentedBy", "bc:consentMethod", "bc:consentedAt"))  # fmt: skip
         start = body.get("bc:startDate", "")
@@ -266,8 +292,9 @@ class Gate:
                 f"Offer valid until {offer.get('bc:validUntil')}",
             ),
             self._line(
-                f"Zustimmung des Kunden: {by} ({how}, {at})",
-                f"The customer's consent: {by} ({how}, {at})",
+                f"Zustimmung des Kunden (geben Sie an, wer, wie und wann; vorgeschlagen: {by}, "
+                f"{how}, {at})",
+                f"The customer's consent (state who, how and when; proposed: {by}, {how}, {at})",
             ),
             self._line(
                 "Bestätigen Sie, dass der Kunde diesem Antrag zustimmt? Er bindet den Kunden.",
@@ -316,6 +343,37 @@ class Gate:
         return str(label or product_iri)
 
 
+@dataclass(frozen=True)
+class Question:
+    """What the person is shown, and the consent they state (its defaults, with the offer's
+    digest); None where the call binds without a consent."""
+
+    shown: str
+    consent: dict[str, str] | None
+
+
+def _consent_defaults(told: Mapping[str, Any], holder: Mapping[str, Any]) -> dict[str, str]:
+    """The consent's fields as the model told them, where they are admissible; else the
+    policyholder, in person, now: the person confirms or corrects each."""
+    by = " ".join(str(told.get("bc:consentedBy") or person_name(holder)).split())[:200]
+    method = str(told.get("bc:consentMethod") or "")
+    at = str(told.get("bc:consentedAt") or "")
+    return {
+        "bc:consentedBy": by,
+        "bc:consentMethod": method if method in CONSENT_METHODS else "in-person",
+        "bc:consentedAt": at if stated_consent({"consentedAt": at}, _PROBE) else now(),
+    }
+
+
+_PROBE = {"bc:consentedBy": "-", "bc:consentMethod": "in-person", "bc:consentedAt": ""}
+
+
+def person_name(holder: Mapping[str, Any]) -> str:
+    if holder.get("@type") == "p:Organization":
+        return str(holder.get("p:legalName", ""))
+    return f"{holder.get('p:givenName', '')} {holder.get('p:familyName', '')}".strip()
+
+
 def _subject(broker: str) -> str:
     """Who confirmed through the client: the broker its token names (the person using it)."""
     return "anonymous" if broker == "-" else broker
@@ -358,7 +416,11 @@ def _without_confirmation(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _with_confirmation(arguments: dict[str, Any], confirmed: Confirmed) -> dict[str, Any]:
+    """The arguments with the consent as the person stated it (bound to the offer's digest)
+    and their confirmation: whatever the model wrote there is replaced."""
     body = arguments.get("body")
-    if isinstance(body, dict) and isinstance(body.get("bc:consent"), dict):
+    if isinstance(body, dict) and confirmed.consent:
+        body["bc:consent"] = {**confirmed.consent, "bc:confirmation": confirmed.to_jsonld()}
+    elif isinstance(body, dict) and isinstance(body.get("bc:consent"), dict):
         body["bc:consent"]["bc:confirmation"] = confirmed.to_jsonld()
     return arguments

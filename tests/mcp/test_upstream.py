@@ -109,6 +109,38 @@ def test_a_write_makes_reads_below_its_resource_ask_again_and_no_others() -> Non
     ]  # fmt: skip
 
 
+def test_a_read_of_personal_data_is_never_kept_whatever_the_insurer_says() -> None:
+    """readApplication carries personal data (x-omds-ld personal): an insurer that forgets
+    no-store and lets it be kept a minute still has it asked for every time, and nothing of it
+    is in the state store."""
+    asked: list[str] = []
+
+    async def insurer(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        asked.append(scope["path"])
+        body = json.dumps({"@type": "bc:Application", "p:familyName": "Berger"}).encode()
+        headers = [(b"cache-control", b"max-age=60"), (b"content-type", b"application/ld+json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    state = MemoryStateStore()
+    upstream = Upstream(
+        name="t", api_url="http://insurer.test/api",
+        transport=AsgiTransport(insurer, timeout=5), state=state,
+    )  # fmt: skip
+    read = load_norm().operation("readApplication")
+    assert read.personal
+
+    async def run() -> list[bool]:
+        answers = [await upstream.send(read, {"applicationId": "a1"}, {}, None, None)
+                   for _ in range(2)]  # fmt: skip
+        return [a.from_cache for a in answers]
+
+    assert asyncio.run(run()) == [False, False]
+    assert asked == ["/api/applications/a1", "/api/applications/a1"]
+    assert not [key for key in state._values if key.startswith("cache:")]
+
+
 def test_one_brokers_cached_read_is_never_served_to_another() -> None:
     """An insurer that lets each broker keep its own answer a minute: alpha's kept read serves
     alpha again, and beta is asked for at the insurer as beta, never given alpha's."""

@@ -145,6 +145,10 @@ class Upstream:
         inject(headers)  # the caller's trace goes on to the insurer (W3C traceparent), if any
         if operation.method != "GET":
             return await self._write(operation, url, scope, headers, body, idempotency_key)
+        if operation.personal:
+            # the norm says it carries personal data: never kept here, whatever the insurer's
+            # Cache-Control says (an insurer that forgets no-store changes nothing)
+            return await self._read(url, scope, None, headers, revalidate=True)
         # kept per broker: what one broker may read is never served to another from here
         key = f"cache:{self.name}:{caller.subject or '-'}:{url}"
         return await self._read(url, scope, key, headers, revalidate)
@@ -179,12 +183,15 @@ class Upstream:
         )  # fmt: skip
 
     async def _read(
-        self, url: str, scope: str, key: str, headers: dict[str, str], revalidate: bool
+        self, url: str, scope: str, key: str | None, headers: dict[str, str], revalidate: bool
     ) -> UpstreamResponse:
         """A read: from the cache while fresh (the resource's generation and the entry in one
         round trip; an entry from before the latest write is no entry), else asked again, with
-        the entry's ETag if it has one."""
-        raw_generation, raw_entry = await self.state.get_many([f"gen:{self.name}:{scope}", key])
+        the entry's ETag if it has one. Without a key it is neither looked up nor kept."""
+        if key is None:
+            raw_generation, raw_entry = None, None
+        else:
+            raw_generation, raw_entry = await self.state.get_many([f"gen:{self.name}:{scope}", key])
         generation = raw_generation.decode() if raw_generation else "0"
         cached = _entry(raw_entry)
         if cached is not None and cached[0].get("gen") != generation:
@@ -202,7 +209,7 @@ class Upstream:
                 headers["If-None-Match"] = meta["etag"]
         answer = await self._request("GET", url, headers, None)
         fresh_until = now + (_freshness(answer, self.default_ttl) or 0.0)
-        if answer.status == 304 and cached is not None:
+        if answer.status == 304 and cached is not None and key is not None:
             meta, content = cached
             if fresh_until > now:  # a new lease of freshness
                 await self._keep(key, generation, answer, content, meta.get("etag"))
@@ -214,7 +221,12 @@ class Upstream:
             answer.status, parsed, url, "GET", False, 0.0, fresh_until,
             invalid=invalid, media_type=_media(answer), text=answer.content if invalid is None else b"",
         )  # fmt: skip
-        if answer.status == 200 and isinstance(result.body, dict) and invalid is None:
+        if (
+            key is not None
+            and answer.status == 200
+            and isinstance(result.body, dict)
+            and not invalid
+        ):
             await self._keep(key, generation, answer, answer.content, None)
         return result
 

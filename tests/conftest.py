@@ -16,6 +16,20 @@ settings.register_profile("omds-ld", deadline=None)
 settings.load_profile("omds-ld")
 
 
+def receipt_keys(folder: Path) -> Path:
+    """A receipt key for MCP servers run apart (``receipt-key.pem`` in ``folder``, which
+    ``tests.mcp.clients.stdio_parameters`` passes on), and its public JWKS for the insurers."""
+    import json
+
+    from omds_ld.norm.receipt import Signer, new_key
+
+    key = new_key()
+    (folder / "receipt-key.pem").write_bytes(key.as_pem(private=True))
+    public = folder / "receipt-keys.jwks"
+    public.write_text(json.dumps(Signer(key, "tests").public_jwks()))
+    return public
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleServer]:
     """One example server with all three insurers for the session, on its own SQLite file."""
@@ -26,6 +40,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleServer]:
         extra_args=[
             "--access-log", str(folder / "access.jsonl"),
             "--request-log", str(folder / "mcp-requests.jsonl"),
+            # the MCP servers the tests run apart (stdio) sign receipts its insurers trust
+            "--trust-receipt-keys", str(receipt_keys(folder)),
         ],
     )  # fmt: skip
     running.start()

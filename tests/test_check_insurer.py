@@ -65,6 +65,11 @@ def test_an_interface_taking_applications_is_checked_without_binding_anyone(
             "consent to another offer, refused as consent-mismatch: its problem type",
         ),
         ("createApplication", "invalid personal data, refused by field: its problem type"),
+        (
+            "createApplication",
+            "a receipt of the person's yes that does not verify, refused as receipt-invalid: "
+            "its problem type",
+        ),
         ("createApplication", "the refusal names the field, not its value"),
         ("listApplications", "a refused application changed nothing"),
         ("readApplication", "an unknown application is refused"),

@@ -163,7 +163,7 @@ def test_killed_interface_applies_for_an_offer_once_and_loses_no_application(
 ) -> None:
     """createApplication: kill -9 mid-write; nothing acknowledged is lost, none is made twice,
     no key is left stuck."""
-    from tests.mcp.applications import PAYMENT, PERSON
+    from tests.mcp.applications import PAYMENT, PERSON, with_receipt
 
     server = _crash_server(tmp_path)
     api = server.api("pfefferminzia")
@@ -175,13 +175,13 @@ def test_killed_interface_applies_for_an_offer_once_and_loses_no_application(
         client.post(f"{api}/calculations/{case_id}/risk-objects", json=SKODA)
         client.post(f"{api}/calculations/{case_id}/premium")
         offer = client.post(f"{api}/calculations/{case_id}/offers").json()
-        return {"id": offer["bc:offerId"], "body": {
+        return {"id": offer["bc:offerId"], "body": with_receipt(server, {
             "bc:policyholder": PERSON, "bc:payment": PAYMENT,
             "bc:startDate": time.strftime("%Y-%m-%d", time.gmtime()),
             "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
                            "bc:consentedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                            "bc:offerDigest": offer["bc:offerDigest"]},
-        }}  # fmt: skip
+        })}  # fmt: skip
 
     def apply(client: httpx.Client, offer: dict[str, Any], key: str) -> httpx.Response:
         return client.post(

@@ -99,6 +99,7 @@ def _example_config(args: argparse.Namespace) -> Any:
         allowed_hosts=tuple(args.allowed_host or ()),
         allowed_origins=tuple(args.allowed_origin or ()),
         require_token=args.require_token,
+        trusted_receipt_keys=tuple(Path(p) for p in args.trust_receipt_keys or ()),
         **_given(args, host="host", port="port",
                  idempotency_lease_seconds="idempotency_lease_seconds",
                  clock_offset_days="clock_offset_days"),
@@ -162,6 +163,8 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
     )  # fmt: skip
     if args.request_log:
         config = replace(config, request_log=Path(args.request_log))
+    if args.receipt_key:
+        config = replace(config, receipt_key=Path(args.receipt_key))
     openapi = _norm_openapi(args)
     if openapi is not None:
         config = replace(config, openapi=openapi)
@@ -573,6 +576,13 @@ def _add_serve(commands: Commands) -> None:
         "waiting (default 0; never in production)",
     )
     add(
+        "--trust-receipt-keys",
+        action="append",
+        metavar="JWKS",
+        help="a JWKS file of receipt keys the insurers trust besides their authorization "
+        "server's: those of MCP servers run apart (omds-ld mcp --receipt-key) in front of them",
+    )
+    add(
         "--auth-resource",
         action="append",
         help="a further resource its authorization server issues tokens for: the URL of an MCP "
@@ -631,6 +641,12 @@ def _add_mcp(commands: Commands) -> None:
     add("--display-name", help="the insurer's display name")
     add("--language", help="language of labels in answers (de, en; default en)")
     add("--token", help="bearer token for the insurer's interface")
+    add(
+        "--receipt-key",
+        metavar="PEM",
+        help="private key (PEM or JWK) that signs the receipt of each person's yes for the "
+        "insurer (default: a new key per process, its public key logged at start)",
+    )
     add("--header", action="append", help="further header for the insurer, NAME=VALUE")
     add(
         "--disable-tool",

@@ -38,6 +38,7 @@ from omds_ld.mcp.service import McpHosting, build_connectors, page_address
 from omds_ld.mcp.state import MemoryStateStore
 from omds_ld.mcp.transport import AsgiTransport
 from omds_ld.norm import Norm, load_norm
+from omds_ld.norm.receipt import Signer
 from omds_ld.process import freeze_startup_heap
 from omds_ld.scenarios.agents.models import ModelAgent, make_agent
 from omds_ld.settings import ConfigError
@@ -228,8 +229,9 @@ class ExampleApp:
         self.agent = chat_agent(config)
         self.authorization = authorization(config, self.insurers)
         self.interfaces = Interfaces(
-            config.server, self.norm, self.insurers, self.authorization.check
-        )
+            config.server, self.norm, self.insurers, self.authorization.check,
+            receipt_keys=self.authorization.store.public_keys,
+        )  # fmt: skip
         self.mcp = self._mcp_config()
         # the MCP servers reach the interfaces, and the authorization server, in this very app
         self.token_http = httpx.AsyncClient(
@@ -242,6 +244,8 @@ class ExampleApp:
         connectors = build_connectors(
             self.mcp, self.mcp_norm, state, AsgiTransport(self, self.mcp.timeout_seconds),
             self.token_http, page_address(self.mcp.http, self.mcp.auth),
+            # the authorization server's key signs the receipts its insurers check
+            Signer(self.authorization.store.signing_key(), self.authorization.issuer),
         )  # fmt: skip
         self.hosting = McpHosting(
             connectors, self.mcp.http, state, self.mcp.auth, self.authorization.keys,

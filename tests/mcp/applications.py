@@ -20,7 +20,7 @@ from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.person import DEMO_BROKER, PagePerson
 from tests.insurer.test_flows import SKODA
 from tests.mcp.clients import Client, follow, step
-from tests.servers import in_thread
+from tests.servers import ExampleServer, in_thread
 
 IBAN = "AT611904300234573201"
 PERSON = {
@@ -73,6 +73,29 @@ def application(offer: Any, **changes: Any) -> dict[str, Any]:
     }
     body.update(changes)
     return body
+
+
+def with_receipt(
+    server: ExampleServer, body: dict[str, Any], broker: str = "anonymous"
+) -> dict[str, Any]:
+    """An application body whose consent carries a person's confirmation and its receipt,
+    signed with the example server's own authorization server key (which its insurers trust):
+    what an MCP server sends after the person's yes, for tests at the interface itself."""
+    from omds_ld.auth.store import AuthStore
+    from omds_ld.norm.receipt import sign
+
+    store = AuthStore(server.database.with_name(server.database.stem + "-auth.sqlite3"))
+    try:
+        key = store.signing_key()
+    finally:
+        store.close()
+    consent = dict(body["bc:consent"])
+    confirmation = {"bc:confirmedBy": broker, "bc:confirmedAt": consent["bc:consentedAt"],
+                    "bc:confirmedVia": "test", "bc:shownDigest": "sha256:" + "0" * 64}  # fmt: skip
+    confirmation["bc:receipt"] = sign(
+        key, issuer="tests", broker=broker, confirmation=confirmation, consent=consent
+    )
+    return {**body, "bc:consent": {**consent, "bc:confirmation": confirmation}}
 
 
 MISSING = object()  # an answer whose form has no "confirm" at all

@@ -57,6 +57,10 @@ class Client(mcp.Client):
 def stdio_parameters(
     server: ExampleServer, insurer: str, request_log: Path, extra: Sequence[str] = ()
 ) -> StdioServerParameters:
+    """``omds-ld mcp --stdio`` in front of an example server's insurer; with the receipt key
+    that server trusts, where it has one (tests/conftest.py)."""
+    key = server.database.parent / "receipt-key.pem"
+    extra = [*extra, *(["--receipt-key", str(key)] if key.exists() else [])]
     return StdioServerParameters(
         command=sys.executable,
         args=[

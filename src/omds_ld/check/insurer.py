@@ -468,6 +468,11 @@ class InsurerChecker:
              "consent-mismatch"),
             ("invalid personal data, refused by field", {**body, "bc:payment": {
                 **body["bc:payment"], "bc:iban": BAD_IBAN}}, "personal-data-invalid"),
+            # right in all else: an interface that takes it takes a yes nobody can prove
+            ("a receipt of the person's yes that does not verify, refused as receipt-invalid",
+             {**body, "bc:consent": {**body["bc:consent"], "bc:confirmation": {
+                 "bc:confirmedBy": "omds-ld check-insurer", "bc:confirmedVia": "none",
+                 "bc:receipt": "not.a.receipt"}}}, "receipt-invalid"),
         )  # fmt: skip
         for name, sent, slug in cases:
             refused = await self.call("createApplication", where, body=sent)

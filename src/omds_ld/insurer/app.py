@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+from joserfc.jwk import KeySet
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -32,9 +33,11 @@ from omds_ld.insurer.service import InsurerService, offset_clock
 from omds_ld.insurer.store import Claim, ClaimLost, Replay, Store
 from omds_ld.norm import Norm, Operation, hygiene, load_norm
 from omds_ld.norm.jsonld import CONTEXT_URL, context_document
+from omds_ld.norm.receipt import load_key_set
 from omds_ld.norm.schemas import SchemaValidator
 from omds_ld.process import freeze_startup_heap
 from omds_ld.serving import BodyLimit
+from omds_ld.settings import ConfigError
 
 # checks an access token for an audience (an interface's URL): its identity, or TokenRefused
 TokenCheck = Callable[[str, str], Identity]
@@ -433,6 +436,7 @@ class Interfaces:
         norm: Norm | None = None,
         insurers: Mapping[str, Insurer] | None = None,
         tokens: TokenCheck | None = None,
+        receipt_keys: Callable[[], KeySet] | None = None,
     ) -> None:
         self.config = config
         self.norm = norm or load_norm()
@@ -440,8 +444,9 @@ class Interfaces:
         self.store = Store(config.database)
         self.store.purge_idempotent(config.idempotency_retention_seconds)
         clock = offset_clock(config.clock_offset_days * 86400)
+        trusted = trusted_receipt_keys(config.trusted_receipt_keys, receipt_keys)
         self.services = {
-            name: InsurerService(self.norm, insurer, self.store, api_base(name), clock)
+            name: InsurerService(self.norm, insurer, self.store, api_base(name), clock, trusted)
             for name, insurer in self.insurers.items()
         }
         self.tokens = tokens
@@ -508,6 +513,25 @@ class Interfaces:
 
     def close(self) -> None:
         self.store.close()
+
+
+def trusted_receipt_keys(
+    files: tuple[Path, ...], authorization_server: Callable[[], KeySet] | None
+) -> Callable[[], KeySet]:
+    """The receipt keys the insurers trust: their authorization server's (read anew each time:
+    they rotate) and those of the JWKS files given (read once, at start)."""
+    given: list[Any] = []
+    for path in files:
+        try:
+            given += load_key_set(path.read_text("utf-8")).keys
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"--trust-receipt-keys {path}: {error}") from None
+
+    def keys() -> KeySet:
+        server = list(authorization_server().keys) if authorization_server is not None else []
+        return KeySet([*server, *given])
+
+    return keys
 
 
 def create_app(

@@ -39,6 +39,9 @@ class ServerConfig:
     # the insurers' clock moved by this many days (to try an offer's expiry without waiting);
     # 0 in production
     clock_offset_days: float = 0.0
+    # JWKS files of receipt keys the insurers trust besides their authorization server's: the
+    # keys of MCP servers run apart (omds-ld mcp --receipt-key) in front of these insurers
+    trusted_receipt_keys: tuple[Path, ...] = ()
 
     @property
     def base_url(self) -> str:

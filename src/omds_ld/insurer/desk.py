@@ -30,6 +30,7 @@ from omds_ld.insurer.draft import Draft
 from omds_ld.insurer.problems import FieldError, Problem
 from omds_ld.insurer.store import Application, Case, EditConflict, Offer
 from omds_ld.insurer.tariff import calculate
+from omds_ld.norm.receipt import ReceiptRefused, verify
 
 if TYPE_CHECKING:
     from omds_ld.insurer.service import InsurerService
@@ -94,6 +95,7 @@ class ApplicationDesk:
         self._check_valid(offer, now)
         self._check_personal_data(offer, body, now)
         self._check_consent(offer, body, now)
+        self._check_receipt(broker, offer, body, now)
         product = self._check_conditions(offer)
         self._check_not_applied(offer)
         rule = rules.decide(Draft.from_dict(offer.record["draft"]))
@@ -165,6 +167,28 @@ class ApplicationDesk:
                 errors=[FieldError("/bc:consent/bc:offerDigest", "this offer's bc:offerDigest")],
                 next_steps=steps,
             )
+
+    def _check_receipt(
+        self, broker: Broker, offer: Offer, body: Mapping[str, Any], now: dt.datetime
+    ) -> None:
+        """The person's yes, as a receipt signed by a key this insurer trusts, for exactly this
+        offer, broker, consent and confirmation: the MCP server's word is not taken."""
+        consent = body.get("bc:consent") or {}
+        receipt = (consent.get("bc:confirmation") or {}).get("bc:receipt")
+        try:
+            verify(
+                receipt, self.service.receipt_keys(), broker=broker.subject or "anonymous",
+                consent=consent, now=now.timestamp(),
+            )  # fmt: skip
+        except ReceiptRefused as refused:
+            raise Problem(
+                "receipt-invalid",
+                f"{refused}: an application binds the customer only with the receipt of the "
+                "person's yes to exactly it. Apply through an MCP server whose receipts this "
+                "insurer trusts, after the person confirmed; nothing was applied for",
+                errors=[FieldError("/bc:consent/bc:confirmation/bc:receipt", str(refused))],
+                next_steps=self._offer_steps(offer),
+            ) from None
 
     def _check_conditions(self, offer: Offer) -> Product:
         """The offer as the tariff would price it now: a different premium is a repricing."""

@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from joserfc.jwk import KeySet
+
 from omds_ld.insurer.answers import Answer, Answers, case_iri, draft_iri, premium_jsonld
 from omds_ld.insurer.data import Broker, Insurer, Product
 from omds_ld.insurer.desk import ApplicationDesk
@@ -51,8 +53,11 @@ class InsurerService:
         store: Store,
         api_base: str,
         clock: Clock = system_clock,
+        receipt_keys: Callable[[], KeySet] = lambda: KeySet([]),
     ) -> None:
         self.norm = norm
+        # the keys whose receipts of a person's yes this insurer accepts (none: it takes none)
+        self.receipt_keys = receipt_keys
         self.insurer = insurer
         self.store = store
         self.clock = clock

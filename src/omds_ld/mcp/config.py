@@ -194,6 +194,10 @@ class McpConfig:
     instances: tuple[InstanceConfig, ...]
     http: HttpConfig = field(default_factory=HttpConfig)
     request_log: Path | None = None
+    # the private key (PEM or JWK) that signs the receipt of each person's yes, which the
+    # insurer checks; None: a new key for this process only (an insurer trusts it only if given
+    # its public key, which the process logs at start)
+    receipt_key: Path | None = None
     openapi: Path | None = None
     timeout_seconds: float = 10.0
     cache_ttl_seconds: float = 30.0

@@ -138,6 +138,7 @@ class Confirmed:
     # the customer's consent as the person stated it (bc:consentedBy, bc:consentMethod,
     # bc:consentedAt); {} where the call binds without one
     consent: Mapping[str, str] = field(default_factory=dict)
+    receipt: str = ""  # signed for the insurer (omds_ld.norm.receipt), once per yes
 
     def to_jsonld(self) -> dict[str, str]:
         record = {
@@ -148,6 +149,8 @@ class Confirmed:
         }
         if self.name:
             record["bc:confirmedByName"] = _bounded(self.name)
+        if self.receipt:
+            record["bc:receipt"] = self.receipt
         return record
 
     @classmethod
@@ -162,6 +165,7 @@ class Confirmed:
         return cls(
             str(record["who"]), str(record["at"]), str(record["via"]), str(record["shown"]),
             str(record.get("name", "")), dict(record.get("consent") or {}),
+            str(record.get("receipt", "")),
         )  # fmt: skip
 
 

@@ -61,6 +61,7 @@ from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import CALLER, Caller, Upstream
 from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import NotJsonLd, canonical
+from omds_ld.norm.receipt import Signer
 
 log = logging.getLogger("omds_ld.mcp")
 
@@ -145,6 +146,7 @@ class Connector:
         confirm_tools: Collection[str] = (),
         confirmation_page: str | None = None,
         strict_schemas: bool = False,
+        receipts: Signer | None = None,
     ) -> None:
         for what, names in (("disabled_tools", disabled_tools), ("confirm_tools", confirm_tools)):
             unknown = sorted(set(names) - set(norm.operations))
@@ -166,6 +168,7 @@ class Connector:
             rate=rate,
             binding={*(n for n, op in norm.operations.items() if op.binds), *confirm_tools},
             confirmation_page=confirmation_page,
+            receipts=receipts,
         )
         # a broker's token for a token of the same broker at the insurer (RFC 8693), if brokers
         # authenticate; without it calls go with the MCP server's own credentials

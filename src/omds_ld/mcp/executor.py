@@ -41,6 +41,7 @@ from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import CALLER, Upstream, UpstreamResponse
 from omds_ld.norm import Norm, hygiene
 from omds_ld.norm.jsonld import CONTEXT_URL, NotJsonLd, canonical
+from omds_ld.norm.receipt import Signer
 from omds_ld.norm.schemas import SchemaValidator
 
 logger = logging.getLogger("omds_ld.mcp")
@@ -129,6 +130,7 @@ class Executor:
         rate: tuple[float, float] | None = None,
         binding: Collection[str] | None = None,
         confirmation_page: str | None = None,
+        receipts: Signer | None = None,
     ) -> None:
         self.norm = norm
         # the norm's deprecated operations, each with the one to use instead: answers say so
@@ -155,7 +157,7 @@ class Executor:
             norm=norm, insurer=instance.name, display_name=instance.display_name,
             language=instance.language, upstream=upstream,
             confirmations=Confirmations(state, confirmation_page), binding=binding,
-            problem=self._problem,
+            problem=self._problem, receipts=receipts,
         )  # fmt: skip
 
     def _problem(

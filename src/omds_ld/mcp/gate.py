@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mcp_types as types
@@ -34,6 +34,7 @@ from omds_ld.mcp.refusal import Refusal
 from omds_ld.mcp.upstream import CALLER, Upstream
 from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import NotJsonLd, canonical
+from omds_ld.norm.receipt import Signer
 
 ProblemOf = Callable[..., dict[str, Any]]
 PERIODS = {"P1Y": ("pro Jahr", "per year"), "P6M": ("pro Halbjahr", "per half-year"),
@@ -58,6 +59,7 @@ class Gate:
         confirmations: Confirmations,
         binding: Collection[str],
         problem: ProblemOf,
+        receipts: Signer | None = None,
     ) -> None:
         self.norm = norm
         self.insurer = insurer
@@ -67,6 +69,9 @@ class Gate:
         self.confirmations = confirmations
         self.binding = frozenset(binding)
         self.problem = problem
+        # signs the receipt the insurer checks (None: it sends none, and an insurer that wants
+        # one refuses the application)
+        self.receipts = receipts
 
     def binds(self, spec: ToolSpec) -> bool:
         return spec.name in self.binding
@@ -101,7 +106,10 @@ class Gate:
             if confirmed is None:
                 consent = with_offer(said.consent, question.consent)
                 confirmed = Confirmed.of(_subject(broker), person.via, question.shown, who, consent)
-        if keyed:
+        if self.receipts is not None and confirmed.consent and not confirmed.receipt:
+            receipt = self.receipts(_subject(broker), confirmed.to_jsonld(), confirmed.consent)
+            confirmed = replace(confirmed, receipt=receipt)
+        if keyed:  # the retries of the key send the same consent and receipt
             await self.confirmations.give(digest, confirmed)
         return _with_confirmation(clean, confirmed)
 

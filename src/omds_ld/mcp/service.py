@@ -49,6 +49,7 @@ from omds_ld.mcp.state import StateStore, StateUnavailable, make_state, state_in
 from omds_ld.mcp.transport import HttpTransport, Transport
 from omds_ld.mcp.upstream import CALLER, Caller, Upstream
 from omds_ld.norm import Norm, hygiene
+from omds_ld.norm.receipt import Signer, load_private_key, new_key
 from omds_ld.process import freeze_startup_heap
 from omds_ld.settings import ConfigError
 
@@ -66,18 +67,27 @@ def build_connectors(
     transport: Transport,
     token_http: httpx.AsyncClient | None = None,
     confirmation_page: str | None = None,
+    receipts: Signer | None = None,
 ) -> dict[str, Connector]:
     """One connector per configured instance, all on one state store and transport
     (``token_http`` reaches the insurer's authorization server, if not over the network;
     ``confirmation_page`` is where a person confirms a binding call whose client cannot ask
-    them, None: nowhere, over stdio)."""
+    them, None: nowhere, over stdio; ``receipts`` signs the receipt of each yes)."""
     labels = metrics.Labels.of(
         [i.name for i in config.instances], norm.operations, norm.problem_types
     )
     request_log = RequestLog(config.request_log, labels)
     return {
         i.name: _connector(
-            i, config, norm, state, transport, request_log, token_http, confirmation_page
+            i,
+            config,
+            norm,
+            state,
+            transport,
+            request_log,
+            token_http,
+            confirmation_page,
+            receipts,
         )
         for i in config.instances
     }
@@ -92,6 +102,7 @@ def _connector(
     request_log: RequestLog,
     token_http: httpx.AsyncClient | None = None,
     confirmation_page: str | None = None,
+    receipts: Signer | None = None,
 ) -> Connector:
     tokens = None
     if config.auth.upstream:
@@ -126,6 +137,7 @@ def _connector(
         confirm_tools=instance.confirm_tools,
         confirmation_page=confirmation_page,
         strict_schemas=config.strict_schemas,
+        receipts=receipts,
     )
 
 
@@ -899,7 +911,9 @@ def standalone_app(config: McpConfig, norm: Norm) -> Starlette:
     keys = RemoteKeys(config.auth.keys_uri, client) if config.auth.checks_tokens else None
     page = page_address(config.http, config.auth)
     transport = http_transport(config)
-    connectors = build_connectors(config, norm, state, transport, confirmation_page=page)
+    connectors = build_connectors(
+        config, norm, state, transport, confirmation_page=page, receipts=receipt_signer(config)
+    )
     hosting = McpHosting(connectors, config.http, state, config.auth, keys, page_http=client)
 
     @contextlib.asynccontextmanager
@@ -917,6 +931,24 @@ def standalone_app(config: McpConfig, norm: Norm) -> Starlette:
 def public_base(http: HttpConfig, auth: AuthConfig) -> str:
     """Where clients reach the HTTP endpoints: the configured public URL, else host and port."""
     return (auth.public_url or f"http://{http.host}:{http.port}").rstrip("/")
+
+
+def receipt_signer(config: McpConfig) -> Signer:
+    """What signs the receipts of the person's yes: the configured key, or a new one for this
+    process (its public key logged, for an insurer to be given)."""
+    issuer = public_base(config.http, config.auth)
+    if config.receipt_key is not None:
+        try:
+            return Signer(load_private_key(config.receipt_key.read_text("utf-8")), issuer)
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"--receipt-key {config.receipt_key}: {error}") from None
+    signer = Signer(new_key(), issuer)
+    log.warning(
+        "no --receipt-key: receipts are signed with a key of this process only; an insurer "
+        "verifies them only with its public key: %s",
+        json.dumps(signer.public_jwks()),
+    )
+    return signer
 
 
 def page_address(http: HttpConfig, auth: AuthConfig) -> str | None:
@@ -953,5 +985,7 @@ async def run_stdio(config: McpConfig, norm: Norm) -> None:
         raise ConfigError("omds-ld mcp --stdio serves exactly one instance")
     state = make_state(config.redis_url)
     async with http_transport(config) as transport, state_in_use(state):
-        connectors = build_connectors(config, norm, state, transport)
+        connectors = build_connectors(
+            config, norm, state, transport, receipts=receipt_signer(config)
+        )
         await serve_stdio(next(iter(connectors.values())))

@@ -123,11 +123,37 @@ def protocol(limits: Limits) -> type[DeadlineProtocol]:
     )
 
 
+# paths whose last segment is a secret of its own (a confirmation's id): logged as their route
+SECRET_SEGMENT_PREFIXES = ("/omds-ld/confirmations/",)
+
+
+def route_of(path: str) -> str:
+    """A request's path as a log may keep it: no query (a code, a state), and no id that is
+    someone's capability."""
+    path = path.split("?", 1)[0]
+    for prefix in SECRET_SEGMENT_PREFIXES:
+        if path.startswith(prefix) and path != prefix + "callback":
+            return prefix + "{id}"
+    return path
+
+
+class RouteOnly(logging.Filter):
+    """uvicorn's access lines with the route of each path (``route_of``), never its secrets."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
+            record.args = (args[0], args[1], route_of(args[2]), args[3], args[4])
+        return True
+
+
 def _logging() -> dict[str, Any]:
     """uvicorn's logging, its access lines on stderr like every other log line (its default
-    writes them to stdout, where only the banner belongs)."""
+    writes them to stdout, where only the banner belongs), each path as its route."""
     config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    config.setdefault("filters", {})["routes"] = {"()": RouteOnly}
+    config["handlers"]["access"]["filters"] = ["routes"]
     return config
 
 

@@ -201,6 +201,7 @@ def test_a_document_that_cannot_be_used_is_refused_with_why(
     [
         ("https://10.1.2.3/client.json", "resolves to an address that is not public (10.1.2.3)"),
         ("https://169.254.169.254/latest/meta-data", "not public (169.254.169.254)"),
+        ("https://100.64.1.2/client.json", "not public (100.64.1.2)"),  # shared address space
         ("http://example.com/client.json", "a client_id URL is https"),
         ("https://user:pw@example.com/client.json", "carries no user or password"),
         ("https://example.com/", "names a document (a path), not a site"),

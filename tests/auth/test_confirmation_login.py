@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -141,3 +142,38 @@ def test_in_the_demo_the_anonymous_calls_page_wants_the_demo_brokers_login(
         assert answered.status == 200 and "Confirmed by" in answered.page
 
     asyncio.run(go())
+
+
+def test_a_pages_id_and_its_logins_code_are_never_logged(tmp_path: Path) -> None:
+    """The access log (--access-log) and uvicorn's access lines on stderr keep the route of a
+    confirmation page, never its id, and no query (the login's code and state)."""
+    from tests.servers import running
+
+    example = ExampleServer(
+        tmp_path / "omds-ld.sqlite3",
+        extra_args=["--access-log", str(tmp_path / "access.jsonl"), "--log-level", "info"],
+    )
+    with running(example):
+        asked: dict[str, Any] = {}
+
+        async def go() -> None:
+            from tests.mcp.clients import Client
+
+            async with Client(example.mcp("pfefferminzia"), mode="legacy") as client:
+                offer = await make_offer(client)
+                refused = await client.call_tool(
+                    "createApplication",
+                    {"offerId": answer_of(offer)["offer"]["offerId"], "body": application(offer)},
+                )
+                found = PAGE.search(refused.content[0].text)
+                assert found is not None
+                asked["page"] = found.group(1)
+            answered = await PagePerson().answer(asked["page"], "confirm")
+            assert answered.status == 200
+
+        asyncio.run(go())
+    pending = asked["page"].rsplit("/", 1)[-1]
+    logged = (tmp_path / "access.jsonl").read_text() + (example.log or tmp_path).read_text()
+    assert "/omds-ld/confirmations/{id}" in logged and "/omds-ld/confirmations/callback" in logged
+    assert pending not in logged
+    assert "code=" not in logged and "state=" not in logged

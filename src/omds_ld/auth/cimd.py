@@ -54,10 +54,9 @@ def _public(address: str, loopback: bool) -> bool:
     ip = ipaddress.ip_address(address)
     if ip.is_loopback:
         return loopback
-    return not (
-        ip.is_private or ip.is_link_local or ip.is_reserved or ip.is_multicast
-        or ip.is_unspecified
-    )  # fmt: skip
+    # is_global, not "not is_private": shared address space (100.64.0.0/10, a carrier's NAT)
+    # is neither private nor global, and no metadata is fetched from there either
+    return ip.is_global and not ip.is_multicast
 
 
 Resolver = Callable[[str, int], list[str]]

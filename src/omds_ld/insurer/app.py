@@ -36,7 +36,7 @@ from omds_ld.norm.jsonld import CONTEXT_URL, context_document
 from omds_ld.norm.receipt import load_key_set
 from omds_ld.norm.schemas import SchemaValidator
 from omds_ld.process import freeze_startup_heap
-from omds_ld.serving import BodyLimit
+from omds_ld.serving import BodyLimit, route_of
 from omds_ld.settings import ConfigError
 
 # checks an access token for an audience (an interface's URL): its identity, or TokenRefused
@@ -586,7 +586,7 @@ class AccessLog:
         finally:
             entry: dict[str, Any] = {
                 "method": scope["method"],
-                "path": scope["path"],
+                "path": route_of(scope["path"]),
                 "status": status,
                 "durationMs": round((time.perf_counter() - started) * 1000, 2),
             }

@@ -77,6 +77,36 @@ def test_a_head_beyond_its_cap_and_a_body_that_never_ends_are_cut(tmp_path: Path
         server.stop()
 
 
+def _answers(sock: socket.socket) -> bytes:
+    """Everything the server sends on this connection until it closes it."""
+    sock.settimeout(10)
+    received = b""
+    with contextlib.suppress(OSError):
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def test_the_head_cap_holds_whatever_the_reads(server: ExampleServer) -> None:
+    """The cap counts where the parser counts: one header of 100 KiB in one write, 3 000
+    headers in one write, a 60 KiB head pipelined behind a request: each 431, never the app."""
+    start = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    heads = {
+        "one big header": start + b"x-big: " + b"a" * 100 * 1024 + b"\r\n\r\n",
+        "many headers": start + b"".join(b"x-%d: 1\r\n" % i for i in range(3000)) + b"\r\n",
+        "pipelined": start + b"\r\n" + start + b"x-big: " + b"a" * 60 * 1024 + b"\r\n\r\n",
+    }
+    for what, head in heads.items():
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            with contextlib.suppress(OSError):  # the server may close while this still sends
+                sock.sendall(head)
+            answered = _answers(sock)
+        assert b"HTTP/1.1 431 " in answered, (what, answered[:200])
+        assert answered.count(b"HTTP/1.1 200") <= (1 if what == "pipelined" else 0), what
+    with httpx.Client() as client:  # the server itself is as it was
+        assert client.get(server.url + "/healthz").status_code == 200
+
+
 def _replica(tmp_path: Path, server: ExampleServer, settings: str) -> McpServer:
     config = tmp_path / "mcp.toml"
     config.write_text(

@@ -50,6 +50,10 @@ class DeadlineProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._head: int | None = 0  # bytes of the request head so far; None: it is read
+        # the head as the parser reads it (line and headers): counted whatever the reads were,
+        # so a head in one read, or pipelined behind another request, is capped too
+        self._parsed = 0
+        self._over = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -64,8 +68,29 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._parsed = 0
         if self._deadline is None:
             self._arm()  # the next request on this connection starts
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)  # "name: value\r\n"
+        super().on_header(name, value)
+
+    def _count(self, size: int) -> None:
+        self._parsed += size
+        if self._parsed > self.max_head_bytes:
+            self._over = True
+            raise _HeadTooLarge  # the parser stops here: this request never reaches the app
+
+    def send_400_response(self, msg: str) -> None:
+        if self._over:  # the parser stopped at the cap: that is a 431, not a malformed request
+            self._refuse_head()
+            return
+        super().send_400_response(msg)
 
     def on_headers_complete(self) -> None:
         self._head = None
@@ -112,6 +137,10 @@ class DeadlineProtocol(HttpToolsProtocol):
             % (len(text), text)
         )
         self.transport.close()
+
+
+class _HeadTooLarge(Exception):
+    """Raised in a parser callback: the head is past its cap."""
 
 
 def protocol(limits: Limits) -> type[DeadlineProtocol]:

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import datetime as dt
 import ipaddress
 import json
 import os
+import socket
 import ssl
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -228,3 +232,62 @@ def test_a_client_document_the_operator_gives_is_checked_at_start(tmp_path: Path
         f"omds-ld: --client-document {bad}: the client's metadata document: http redirect URIs "
         "go to loopback only (127.0.0.1, [::1], localhost); else https"
     ]
+
+
+@contextlib.contextmanager
+def trickling_host(cert: Path) -> Iterator[int]:
+    """An https host that answers a status line and then one byte of a header every half
+    second, never ending its head (each byte well within any read timeout). Yields its port."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, cert.parent / "key.pem")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def trickle(raw: socket.socket) -> None:
+        with contextlib.suppress(OSError), context.wrap_socket(raw, server_side=True) as tls:
+            tls.settimeout(5)
+            tls.recv(4096)
+            tls.sendall(b"HTTP/1.1 200 OK\r\nx-trickle: ")
+            while not stop.is_set():
+                tls.sendall(b"x")
+                stop.wait(0.5)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                raw, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=trickle, args=(raw,), daemon=True).start()
+
+    server_thread = threading.Thread(target=serve, daemon=True)
+    server_thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        server_thread.join(5)
+        listener.close()
+
+
+def test_a_host_that_trickles_its_head_is_cut_at_the_deadline_and_holds_no_interface(
+    server: ExampleServer, documents: tuple[str, Path]
+) -> None:
+    """One deadline for the whole fetch, on fetch slots of their own: six logins named by a
+    document whose host never ends its head are each refused (too slowly, or too many at
+    once), and the insurers' interfaces answer meanwhile."""
+    with trickling_host(documents[1]) as port, ThreadPoolExecutor(6) as pool:
+        pages = [
+            pool.submit(authorize, server, f"https://127.0.0.1:{port}/client-{n}.json")
+            for n in range(6)
+        ]
+        products = httpx.get(  # as broker alpha, by its static demo token
+            server.api("pfefferminzia") + "/products",
+            headers={"Authorization": "Bearer pf-demo-alpha-7b1e4c"}, timeout=30,
+        )  # fmt: skip
+        assert products.status_code == 200
+        for page in pages:
+            answered = page.result(timeout=60)
+            assert answered.status_code == 400, answered.text[-400:]
+            assert "came too slowly" in answered.text or "at once" in answered.text

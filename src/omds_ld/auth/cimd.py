@@ -33,6 +33,7 @@ import httpx
 
 MAX_BYTES = 5 * 1024
 TIMEOUT_SECONDS = 3.0
+MAX_FETCHES = 4  # documents fetched at once; one more asked for meanwhile is refused as busy
 MAX_KEPT = 1000
 DEFAULT_SECONDS = 300.0
 MAX_SECONDS = 3600.0
@@ -90,6 +91,8 @@ class MetadataDocuments:
         self._kept: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
         self._pinned: set[str] = set()
         self._lock = threading.Lock()
+        # a host that trickles cannot hold more than these: the rest are refused, not queued
+        self._fetching = threading.BoundedSemaphore(MAX_FETCHES)
 
     def pin(self, metadata: Mapping[str, Any]) -> str:
         """Keep a client's document as the operator gave it, never fetched nor expiring: an
@@ -116,7 +119,14 @@ class MetadataDocuments:
         kept = self.kept(url)
         if kept is not None:
             return kept
-        metadata, seconds = self._fetch(url)
+        if not self._fetching.acquire(blocking=False):
+            raise DocumentRefused(
+                "too many clients' metadata documents are being fetched at once; try again"
+            )
+        try:
+            metadata, seconds = self._fetch(url)
+        finally:
+            self._fetching.release()
         with self._lock:
             self._kept[url] = (self.clock() + seconds, metadata)
             self._kept.move_to_end(url)
@@ -169,9 +179,14 @@ class MetadataDocuments:
         direct = parts._replace(netloc=f"{netloc}:{port}").geturl()
         deadline = time.monotonic() + TIMEOUT_SECONDS
         body = b""
+        http = httpx.Client(verify=self.verify, timeout=TIMEOUT_SECONDS, trust_env=False)
+        # one deadline for the whole fetch: a host that trickles its head (each byte within the
+        # read timeout) has its connection closed under it when the time is up
+        watchdog = threading.Timer(TIMEOUT_SECONDS, http.close)
+        watchdog.start()
         try:
             with (
-                httpx.Client(verify=self.verify, timeout=TIMEOUT_SECONDS, trust_env=False) as http,
+                http,
                 http.stream(
                     "GET", direct,
                     headers={"Host": parts.netloc.rsplit("@", 1)[-1], "Accept": "application/json"},
@@ -192,8 +207,12 @@ class MetadataDocuments:
                     if time.monotonic() > deadline:
                         raise DocumentRefused("the client's metadata document came too slowly")
                 cache = response.headers.get("cache-control", "")
-        except httpx.HTTPError as error:
+        except (httpx.HTTPError, RuntimeError, OSError) as error:
+            if time.monotonic() >= deadline:
+                raise DocumentRefused("the client's metadata document came too slowly") from None
             raise DocumentRefused(f"the client's metadata document could not be read ({type(error).__name__})") from None  # fmt: skip
+        finally:
+            watchdog.cancel()
         try:
             metadata = json.loads(body)
         except ValueError:

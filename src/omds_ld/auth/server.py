@@ -572,6 +572,7 @@ class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
         return Client(client_info["client_id"], None, metadata)
 
 
+THREADS = 8  # an authorization code's or token's worker threads, of the 40 shared ones
 LOGIN_COOKIE = "omds_ld_login"
 LOGIN_SECONDS = 8 * 3600.0  # a working day: then the password again
 
@@ -612,6 +613,8 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         self.store = store
         self.documents = MetadataDocuments(loopback=settings.documents_on_loopback)
         self.logins = Logins()
+        # the worker threads its Authlib calls may take at once (of the process's shared ones)
+        self.limiter = anyio.CapacityLimiter(THREADS)
         for document in settings.pinned_documents:
             self.documents.pin(document)
         self.register_grant(CodeGrant, [Pkce(required=True)])
@@ -775,7 +778,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
     async def _token(self, request: Request) -> Response:
         read = await read_request(request)
         response: Response = await anyio.to_thread.run_sync(
-            self._in_context, self.create_token_response, read
+            self._in_context, self.create_token_response, read, limiter=self.limiter
         )
         return response
 
@@ -809,7 +812,11 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
     async def _authorize(self, request: Request) -> Response:
         read = await read_request(request)
         try:
-            grant = await anyio.to_thread.run_sync(self.get_consent_grant, read)
+            # on the authorization server's own threads: a client's slow metadata document never
+            # holds the threads that serve the insurers' interfaces
+            grant = await anyio.to_thread.run_sync(
+                self.get_consent_grant, read, limiter=self.limiter
+            )
         except OAuth2Error as error:
             return self._login_page(read, error=error.description or error.error, status=400)
         logged_in = self.logins.subject(request.cookies.get(LOGIN_COOKIE, ""))

@@ -602,7 +602,8 @@ def _add_serve(commands: Commands) -> None:
     add(
         "--max-registrations-per-address",
         type=int,
-        help="clients that may register themselves (RFC 7591) from one address (default 50)",
+        help="clients of one client_name that may register themselves (RFC 7591) from one address "
+        "in an hour (default 50)",
     )
     add(
         "--max-registrations",

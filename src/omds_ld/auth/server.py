@@ -93,7 +93,10 @@ class AuthSettings:
     code_seconds: int = 300
     # clients that register themselves (RFC 7591): how many from one address and in all, and how
     # long one that never logged anybody in is kept
+    # per address, client_name and window: behind one proxy one client software's registrations
+    # never lock out another's, and a burst locks out for the window only
     registrations_per_address: int = 50
+    registration_window_seconds: float = 3600.0
     registrations: int = 5000
     unused_registration_seconds: float = 24 * 3600.0
     # clients named by a metadata document (an https client_id) may live on loopback: only where
@@ -558,12 +561,18 @@ class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
         settings, store = self.server.settings, self.server.store
         address = getattr(request, "address", "")
         store.forget_unused_clients(settings.unused_registration_seconds)
-        mine, total = store.self_registered(address)
-        if mine >= settings.registrations_per_address or total >= settings.registrations:
+        name = str(metadata.get("client_name") or "")
+        since = time.time() - settings.registration_window_seconds
+        mine, total = store.self_registered(address, name, since)
+        if mine >= settings.registrations_per_address:
             raise InvalidClientMetadataError(
-                f"too many clients registered themselves ({'from this address' if mine >= settings.registrations_per_address else 'in all'}); "
-                f"one that never logs anybody in is forgotten after "
-                f"{settings.unused_registration_seconds / 3600:g} h"
+                "too many clients of this name registered themselves from this address in the "
+                f"last {settings.registration_window_seconds / 60:g} minutes; try again later"
+            )
+        if total >= settings.registrations:
+            raise InvalidClientMetadataError(
+                "too many clients registered themselves in all; one that never logs anybody in "
+                f"is forgotten after {settings.unused_registration_seconds / 3600:g} h"
             )
         store.add_client(
             client_info["client_id"], client_info.get("client_secret"),

@@ -179,13 +179,16 @@ class AuthStore:
             ).fetchone()
         return None if row is None else (row[0], dict(json.loads(row[1])))
 
-    def self_registered(self, address: str) -> tuple[int, int]:
-        """How many clients registered themselves: from this address, and in all."""
+    def self_registered(self, address: str, name: str, since: float) -> tuple[int, int]:
+        """How many clients registered themselves: from this address under this client_name
+        since ``since`` (a window: behind one proxy, another client software or an hour later is
+        not locked out), and in all."""
         with self._lock:
             mine, total = self._db.execute(
-                "SELECT COALESCE(SUM(address=?), 0), COUNT(*) FROM auth_clients "
-                "WHERE self_registered=1",
-                (address,),
+                "SELECT COALESCE(SUM(address=? AND created>=? AND "
+                "COALESCE(json_extract(metadata, '$.client_name'), '')=?), 0), COUNT(*) "
+                "FROM auth_clients WHERE self_registered=1",
+                (address, since, name),
             ).fetchone()
         return int(mine), int(total)
 

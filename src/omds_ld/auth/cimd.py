@@ -179,7 +179,9 @@ class MetadataDocuments:
         direct = parts._replace(netloc=f"{netloc}:{port}").geturl()
         deadline = time.monotonic() + TIMEOUT_SECONDS
         body = b""
-        http = httpx.Client(verify=self.verify, timeout=TIMEOUT_SECONDS, trust_env=False)
+        # the watchdog below is the deadline; httpx's own timeouts only back it up (a second
+        # later, so that a slow host is always refused as one: "came too slowly")
+        http = httpx.Client(verify=self.verify, timeout=TIMEOUT_SECONDS + 1, trust_env=False)
         # one deadline for the whole fetch: a host that trickles its head (each byte within the
         # read timeout) has its connection closed under it when the time is up
         watchdog = threading.Timer(TIMEOUT_SECONDS, http.close)

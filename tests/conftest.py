@@ -18,15 +18,17 @@ settings.load_profile("omds-ld")
 
 def receipt_keys(folder: Path) -> Path:
     """A receipt key for MCP servers run apart (``receipt-key.pem`` in ``folder``, which
-    ``tests.mcp.clients.stdio_parameters`` passes on), and its public JWKS for the insurers."""
-    import json
+    ``tests.mcp.clients.stdio_parameters`` passes on), and its public JWKS for the insurers,
+    made as an operator makes them (``omds-ld auth receipt-key``)."""
+    import subprocess
+    import sys
 
-    from omds_ld.norm.receipt import Signer, new_key
-
-    key = new_key()
-    (folder / "receipt-key.pem").write_bytes(key.as_pem(private=True))
     public = folder / "receipt-keys.jwks"
-    public.write_text(json.dumps(Signer(key, "tests").public_jwks()))
+    subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "auth", "receipt-key",
+         "--out", str(folder / "receipt-key.pem"), "--jwks", str(public)],
+        check=True, capture_output=True,
+    )  # fmt: skip
     return public
 
 

@@ -250,6 +250,20 @@ def _auth_add_client(args: argparse.Namespace) -> int:
     return 0
 
 
+def _auth_receipt_key(args: argparse.Namespace) -> int:
+    from omds_ld.norm.receipt import Signer, new_key
+
+    key, private, public = new_key(), Path(args.out), Path(args.jwks)
+    if private.exists():
+        raise ConfigError(f"--out {private}: exists already; a receipt key is never overwritten")
+    private.touch(mode=0o600)
+    private.write_bytes(key.as_pem(private=True))
+    public.write_text(json.dumps(Signer(key, "").public_jwks(), indent=2) + "\n", "utf-8")
+    print(f"receipt key {key.kid}: omds-ld mcp --receipt-key {private}; "
+          f"omds-ld serve --trust-receipt-keys {public}")  # fmt: skip
+    return 0
+
+
 def _auth_rotate_key(args: argparse.Namespace) -> int:
     from omds_ld.example import auth_store
 
@@ -736,6 +750,17 @@ def _add_auth(commands: Commands) -> None:
     )
     _log_level(rotate, "warning")
     rotate.set_defaults(run=_auth_rotate_key)
+    receipt = subcommands.add_parser(
+        "receipt-key",
+        help="a new key for an MCP server run apart to sign receipts of the person's yes, and "
+        "its public JWKS for the insurers",
+    )
+    receipt.add_argument("--out", required=True, help="the private key (PEM), for --receipt-key")
+    receipt.add_argument(
+        "--jwks", required=True, help="its public key set, for serve --trust-receipt-keys"
+    )
+    _log_level(receipt, "warning")
+    receipt.set_defaults(run=_auth_receipt_key)
 
 
 def _add_scenario(commands: Commands) -> None:

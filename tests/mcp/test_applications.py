@@ -703,3 +703,27 @@ def test_the_consent_is_the_persons_not_the_models(server: ExampleServer) -> Non
     run(server.mcp("pfefferminzia"), incomplete, "2026-07-28", wrong)
     assert problem_type(seen["result"]) == "consent-missing"
     assert applications_of(server, seen["offer"]) == []
+
+
+def test_over_stdio_a_client_that_cannot_ask_is_told_to_use_one_that_can(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    """No page over stdio (nobody could tell who answered it): a client without elicitation is
+    refused, told what would work, and nothing is applied for."""
+    target = stdio_parameters(server, "pfefferminzia", tmp_path / "requests.jsonl")
+    seen: dict[str, Any] = {}
+
+    async def body(client: Client) -> None:
+        offer = await make_offer(client)
+        result = await client.call_tool(
+            "createApplication",
+            {"offerId": answer_of(offer)["offer"]["offerId"], "body": application(offer)},
+        )
+        seen.update(offer=answer_of(offer)["offer"]["offerId"], result=result)
+
+    run(target, body, "legacy", None)
+    result = seen["result"]
+    assert result.is_error and problem_type(result) == "confirmation-required"
+    text = result.content[0].text
+    assert "Use a client with elicitation" in text and "/omds-ld/confirmations/" not in text
+    assert applications_of(server, seen["offer"]) == []

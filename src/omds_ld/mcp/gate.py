@@ -195,8 +195,9 @@ class Gate:
                     "confirmation-required",
                     "this binds a customer and needs the confirmation of the person using the "
                     "client, but the client cannot ask its user (it declared no elicitation) and "
-                    "this MCP server has no confirmation page (it runs over stdio). Use a client "
-                    "with elicitation, or this MCP server over HTTP. Nothing was done",
+                    "this MCP server has no confirmation page (over stdio, or where no "
+                    "authorization server logs people in for it, nobody could tell who "
+                    "answered). Use a client with elicitation. Nothing was done",
                 )
             )
         return Refusal(

@@ -250,6 +250,16 @@ def _auth_add_client(args: argparse.Namespace) -> int:
     return 0
 
 
+TRUST_RECEIPT_KEYS = (
+    "a JWKS file of receipt keys the insurers trust besides their authorization server's: those "
+    "of MCP servers run apart (omds-ld mcp --receipt-key) in front of them"
+)
+RECEIPT_KEY = (
+    "private key (PEM or JWK) that signs the receipt of each person's yes for the insurer "
+    "(default: a new key per process, its public key logged at start)"
+)
+
+
 def _auth_receipt_key(args: argparse.Namespace) -> int:
     from omds_ld.norm.receipt import Signer, new_key
 
@@ -589,13 +599,7 @@ def _add_serve(commands: Commands) -> None:
         help="move the insurers' clock by this many days, to try an offer's expiry without "
         "waiting (default 0; never in production)",
     )
-    add(
-        "--trust-receipt-keys",
-        action="append",
-        metavar="JWKS",
-        help="a JWKS file of receipt keys the insurers trust besides their authorization "
-        "server's: those of MCP servers run apart (omds-ld mcp --receipt-key) in front of them",
-    )
+    add("--trust-receipt-keys", action="append", metavar="JWKS", help=TRUST_RECEIPT_KEYS)
     add(
         "--auth-resource",
         action="append",
@@ -656,12 +660,7 @@ def _add_mcp(commands: Commands) -> None:
     add("--display-name", help="the insurer's display name")
     add("--language", help="language of labels in answers (de, en; default en)")
     add("--token", help="bearer token for the insurer's interface")
-    add(
-        "--receipt-key",
-        metavar="PEM",
-        help="private key (PEM or JWK) that signs the receipt of each person's yes for the "
-        "insurer (default: a new key per process, its public key logged at start)",
-    )
+    add("--receipt-key", metavar="PEM", help=RECEIPT_KEY)
     add("--header", action="append", help="further header for the insurer, NAME=VALUE")
     add(
         "--disable-tool",

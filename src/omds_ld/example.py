@@ -156,16 +156,7 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
          "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES),
          "omds_ld_exchanges_for": sorted(mcp_urls)},
     )  # fmt: skip
-    # the confirmation page's own client: it logs the person in before they may answer
-    page_secret = secrets.token_urlsafe(32)
-    store.add_client(
-        PAGE_CLIENT,
-        page_secret,
-        {"client_name": "The confirmation page of the example server's MCP servers",
-         "redirect_uris": [f"{base}{CONFIRMATION_PATH}/{CALLBACK}"],
-         "grant_types": ["authorization_code"], "response_types": ["code"],
-         "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES)},
-    )  # fmt: skip
+    page_secret = _page_client(store, base)
     return Authorization(
         issuer=issuer,
         base_url=base,
@@ -184,6 +175,21 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
             anonymous_subject="" if required else ANONYMOUS.id,
         ),
     )  # fmt: skip
+
+
+def _page_client(store: AuthStore, base: str) -> str:
+    """The confirmation page as a client of the authorization server (it logs the person in
+    before they may answer); its secret, new at every start."""
+    secret = secrets.token_urlsafe(32)
+    store.add_client(
+        PAGE_CLIENT,
+        secret,
+        {"client_name": "The confirmation page of the example server's MCP servers",
+         "redirect_uris": [f"{base}{CONFIRMATION_PATH}/{CALLBACK}"],
+         "grant_types": ["authorization_code"], "response_types": ["code"],
+         "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES)},
+    )  # fmt: skip
+    return secret
 
 
 def pinned_documents(paths: Sequence[Path]) -> tuple[Mapping[str, Any], ...]:

@@ -1,9 +1,11 @@
 """What one request to the insurer's interface costs the MCP server, by HTTP client, in one run.
 
-``omds-ld mcp`` reaches the interface through its own HTTP/1.1 client (``omds_ld.mcp.http1``,
-httptools' parser). Its baselines in the same run, against the same ``omds-ld serve`` on a free
-loopback port: httpcore's connection pool (what ``omds-ld mcp`` used before) and httpx's client
-(what most Python MCP servers use, FastMCP's OpenAPI server among them). Each arm reads the
+``omds-ld mcp`` reaches the interface through aiohttp's client session
+(``omds_ld.mcp.http_client``: its head and body bounds set, gzip decoded in bounded steps). Its
+baselines in the same run, against the same ``omds-ld serve`` on a free loopback port:
+httpcore's connection pool and httpx's client (what most Python MCP servers use, FastMCP's
+OpenAPI server among them). docs/insurer-operator.md has the figures of the HTTP/1.1 client of
+our own it replaced, measured in the same session. Each arm reads the
 same product list (GET, ~2 KB of JSON-LD), the same case (~12 KB) and creates a case (POST)
 with keep-alive; it prints p50 wall time and the client's own CPU per request.
 
@@ -27,7 +29,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from omds_ld.mcp.transport import HttpTransport
+from omds_ld.mcp.http_client import HttpTransport
 from tests.servers import ExampleServer
 
 Send = Callable[[str, str, bytes | None], Awaitable[bytes]]
@@ -109,8 +111,8 @@ def main() -> None:
                 f"  {'client':<38} {'list products':>15} {'read a case':>15} {'create a case':>15}"
             )
             for label, arm in (
-                ("ours (omds_ld.mcp.http1, httptools)", ours),
-                ("httpcore's pool (before)", pool),
+                ("ours (aiohttp, omds_ld.mcp.http_client)", ours),
+                ("httpcore's pool", pool),
                 ("httpx's client", client),
             ):
                 cells = asyncio.run(arm(calls, args.requests))

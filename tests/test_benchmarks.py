@@ -51,7 +51,7 @@ def test_load_benchmark_runs_whole_flows_in_both_eras() -> None:
 def test_upstream_benchmark_compares_our_client_with_httpcore_and_httpx() -> None:
     out = run("upstream.py", "--requests", "5")
     assert "read a case" in out and "client CPU" in out
-    for arm in ("ours (omds_ld.mcp.http1", "httpcore's pool (before)", "httpx's client"):
+    for arm in ("ours (aiohttp", "httpcore's pool", "httpx's client"):
         row = next(line for line in out.splitlines() if arm in line)
         figures = row.split()[-6:]  # p50 and CPU for each of the three requests
         assert all(float(figure) > 0 for figure in figures), row

@@ -16,13 +16,8 @@ from typing import Any
 
 import pytest
 
-from omds_ld.mcp.transport import (
-    MAX_ANSWER_BYTES,
-    AsgiTransport,
-    HttpTransport,
-    InsurerUnavailable,
-    RawAnswer,
-)
+from omds_ld.mcp.http_client import HttpTransport
+from omds_ld.mcp.transport import MAX_ANSWER_BYTES, AsgiTransport, InsurerUnavailable, RawAnswer
 
 URL = "http://insurer.example:8080/api/calculations?offset=2"
 

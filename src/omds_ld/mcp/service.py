@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import mcp_types as types
@@ -46,12 +46,15 @@ from omds_ld.mcp.connector import Connector, Context, DirectContext, DirectSessi
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable, make_state, state_in_use
-from omds_ld.mcp.transport import HttpTransport, Transport
+from omds_ld.mcp.transport import Transport
 from omds_ld.mcp.upstream import CALLER, Caller, Upstream
 from omds_ld.norm import Norm, hygiene
 from omds_ld.norm.receipt import Signer, load_private_key, new_key
 from omds_ld.process import freeze_startup_heap
 from omds_ld.settings import ConfigError
+
+if TYPE_CHECKING:
+    from omds_ld.mcp.http_client import HttpTransport
 
 SESSION_HEADER = "mcp-session-id"
 RATE_LIMITED = "https://w3id.org/omds-ld/problems/rate-limited"
@@ -150,6 +153,8 @@ def _bearer(token: Callable[[], Any]) -> Callable[[], Any]:
 
 def http_transport(config: McpConfig) -> HttpTransport:
     """How every connector calls its insurer over the network: pooled, with a timeout."""
+    from omds_ld.mcp.http_client import HttpTransport  # aiohttp: only where it is used
+
     return HttpTransport(config.timeout_seconds, user_agent=f"omds-ld/{__version__}")
 
 

@@ -24,7 +24,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from omds_ld.mcp.transport import HttpTransport, InsurerUnavailable, RawAnswer
+from omds_ld.mcp.http_client import HttpTransport
+from omds_ld.mcp.transport import InsurerUnavailable, RawAnswer
 
 
 def _read_request(reader: BinaryIO) -> tuple[str, dict[str, str], bytes] | None:
@@ -127,7 +128,7 @@ def test_a_repeatable_call_on_a_connection_the_server_closed_goes_on_a_new_one(
 
 
 def test_a_write_without_idempotency_key_is_not_sent_twice() -> None:
-    refused = pytest.raises(InsurerUnavailable, match="closed the kept-alive connection")
+    refused = pytest.raises(InsurerUnavailable, match="closed the connection before it answered")
     with _tcp_server(_closes_after_one) as port, refused as failed:
         _ask(f"http://127.0.0.1:{port}/a", ("GET", {}, None), ("POST", {}, b"{}"))
     assert failed.value.kind == "unreachable"
@@ -376,3 +377,79 @@ def test_a_tunnel_to_an_ipv6_address_names_it_in_brackets(monkeypatch: pytest.Mo
         with pytest.raises(InsurerUnavailable, match="refused the tunnel"):
             _ask("https://[::1]:8443/api", ("GET", {}, None))
     assert lines == ["CONNECT [::1]:8443 HTTP/1.1"]
+
+
+def _hostile(connection: socket.socket, number: int) -> None:
+    """An insurer that answers /ok right and every other path as an attacker would."""
+    reader = connection.makefile("rb")
+    while (request := _read_request(reader)) is not None:
+        path = request[0].split()[1]
+        whole = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+        if path == "/headers":  # three megabytes of short headers, in one write
+            filler = b"x-filler: aaaaaaaaaaaaaaaaaaaa\r\n" * 100_000
+            connection.sendall(b"HTTP/1.1 200 OK\r\n" + filler + b"content-length: 2\r\n\r\nok")
+        elif path == "/long-header":  # one header of a megabyte
+            connection.sendall(b"HTTP/1.1 200 OK\r\nx-long: " + b"a" * 2**20 + b"\r\n\r\n")
+        elif path == "/head-after":  # a whole answer, and the head of another in the same write
+            connection.sendall(whole + b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
+        elif path == "/part-head-after":  # a whole answer, and part of another's head
+            connection.sendall(whole + b"HTTP/1.1 200 OK\r\ncontent-le")
+        elif path == "/endless":  # a chunked answer that never ends
+            connection.sendall(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+            while True:
+                connection.sendall(b"10000\r\n" + b"a" * 0x10000 + b"\r\n")
+        elif path == "/trickle":  # the head, a byte every 0.1 s
+            for byte in b"HTTP/1.1 200 OK\r\n" + b"x-slow: yes\r\n" * 20:
+                connection.sendall(bytes([byte]))
+                time.sleep(0.1)
+        elif path == "/half":  # a thousandth of the answer; the rest once asked again
+            connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\n" + b"a" * 1000)
+            if _read_request(reader) is not None:
+                connection.sendall(b"a" * 999_000 + whole)
+        else:
+            _answer(connection, f"{request[0]} on connection {number}".encode())
+
+
+HOSTILE = {
+    "/headers": ("unreachable", "not HTTP/1.1 we read"),
+    "/long-header": ("unreachable", "not HTTP/1.1 we read"),
+    "/endless": ("unreachable", "too large"),
+    "/trickle": ("timeout", "did not answer within"),
+    "/half": ("timeout", "did not answer within"),
+    "/head-after": None,  # the answer is whole: what follows it is not read as the next one
+    "/part-head-after": None,
+}
+
+
+@pytest.mark.parametrize("path", list(HOSTILE))
+def test_a_hostile_answer_ends_the_call_in_time_and_the_next_call_is_answered_right(
+    path: str,
+) -> None:
+    """Whatever an insurer sends, the call ends within its timeout, and the connection it
+    leaves mid-message is never reused: the next call on the pool gets its own answer."""
+    timeout = 1.0
+
+    async def run(port: int) -> tuple[RawAnswer | InsurerUnavailable, float, RawAnswer]:
+        async with HttpTransport(timeout=timeout) as transport:
+            started = time.monotonic()
+            try:
+                first: RawAnswer | InsurerUnavailable = await transport.request(
+                    "GET", f"http://127.0.0.1:{port}{path}", {}, None
+                )
+            except InsurerUnavailable as failure:
+                first = failure
+            took = time.monotonic() - started
+            after = await transport.request("GET", f"http://127.0.0.1:{port}/ok", {}, None)
+            return first, took, after
+
+    with _tcp_server(_hostile) as port:
+        first, took, after = asyncio.run(run(port))
+    expected = HOSTILE[path]
+    if expected is None:
+        assert isinstance(first, RawAnswer) and first.content == b"ok"
+    else:
+        assert isinstance(first, InsurerUnavailable), first
+        assert (first.kind, expected[1] in first.detail) == (expected[0], True), first.detail
+    assert took < 2 * timeout, "within the call's timeout"
+    assert after.status == 200
+    assert after.content.startswith(b"GET /ok HTTP/1.1 on connection "), after.content

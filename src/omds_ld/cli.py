@@ -116,7 +116,7 @@ def _example_config(args: argparse.Namespace) -> Any:
         environment=dict(os.environ),  # the one place a model's key is read: handed on
         **_given(args, access_token_seconds="access_token_seconds",
                  registrations_per_address="max_registrations_per_address",
-                 registrations="max_registrations"),
+                 registrations="max_registrations", chat_keep_hours="chat_keep_hours"),
     )  # fmt: skip
 
 
@@ -637,6 +637,12 @@ def _add_serve(commands: Commands) -> None:
     add(
         "--chat-model-base-url",
         help="the OpenAI-compatible endpoint of --chat-model openai:… (e.g. a local model server)",
+    )
+    add(
+        "--chat-keep-hours",
+        type=float,
+        help="how long the chat page keeps a conversation after its last event, with what the "
+        "model was told (default 24)",
     )
     _add_limit_flags(serve)
     _log_level(serve, "info")

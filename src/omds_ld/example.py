@@ -64,6 +64,7 @@ class ExampleConfig:
     registrations: int = 5000
     chat_model: str | None = None
     chat_model_base_url: str | None = None
+    chat_keep_hours: float = 24.0  # a chat conversation, after its last event
     # the norm version the MCP servers make their tools of (an OpenAPI file: a released version
     # to roll back to, or a proposed one to try); None: the package's. The interfaces keep theirs.
     mcp_openapi: Path | None = None
@@ -77,6 +78,8 @@ class ExampleConfig:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1")
         if (self.http.host, self.http.port) != (self.server.host, self.server.port):
             raise ConfigError("the MCP servers are served on the example server's host and port")
+        if not self.chat_keep_hours > 0:
+            raise ConfigError("chat-keep-hours must be more than 0")
         if self.chat_model_base_url and not (self.chat_model or "").startswith("openai:"):
             raise ConfigError("--chat-model-base-url is for --chat-model openai:MODEL")
 
@@ -302,7 +305,10 @@ class ExampleApp:
         return ChatPage(
             mcp_urls,
             {name: insurer.display_name for name, insurer in self.insurers.items()},
-            Conversations(database.with_name(database.stem + "-chat.sqlite3")),
+            Conversations(
+                database.with_name(database.stem + "-chat.sqlite3"),
+                keep_seconds=self.config.chat_keep_hours * 3600,
+            ),
             self.agent,
             logins,
         )

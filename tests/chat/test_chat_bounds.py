@@ -178,3 +178,76 @@ def test_after_logout_the_conversation_works_as_whoever_logs_in_next(secured: An
     # alpha's grant was revoked at the authorization server when alpha logged out
     revoked = [e for e in server.access_entries() if e["path"] == "/oauth/revoke"]
     assert revoked and revoked[0]["status"] == 200
+
+
+def _apply(web: httpx.Client, cid: str) -> httpx.Response:
+    """An application by hand with a person's data (for an offer that does not exist: the
+    insurer refuses it, the call and its arguments are in the conversation all the same)."""
+    from tests.mcp.applications import PAYMENT, PERSON
+
+    return _call(
+        web, cid, "createApplication", offerId="no-such-offer",
+        body={"bc:policyholder": PERSON, "bc:payment": PAYMENT},
+    )  # fmt: skip
+
+
+def test_personal_data_are_masked_in_what_a_conversation_keeps_unless_the_person_asks(
+    server: ExampleServer,
+) -> None:
+    from tests.mcp.applications import PAYMENT, PERSON
+
+    with _browser(server) as web:
+        kept: dict[bool, str] = {}
+        for keep in (False, True):
+            cid = web.post("/chat/api/conversations", json={}).json()["id"]
+            if keep:
+                asked = web.post(f"/chat/api/conversations/{cid}/personal", json={"keep": True})
+                assert asked.status_code == 200, asked.text
+                assert web.get(f"/chat/api/conversations/{cid}").json()["keepPersonal"] is True
+            answer = _apply(web, cid)
+            assert answer.status_code == 200, answer.text
+            # the call's own answer carries what was sent: the person sees what they did
+            assert answer.json()["gen_ai.tool.call.arguments"]["body"]["bc:payment"] == PAYMENT
+            shown = web.get(f"/chat/api/conversations/{cid}").text
+            download = web.get(f"/chat/api/conversations/{cid}/protocol.jsonl").text
+            assert shown.count("createApplication") and download.count("createApplication")
+            kept[keep] = shown + download
+        elsewhere = httpx.post(
+            f"{server.url}/chat/api/conversations/{cid}/personal", json={"keep": False},
+            headers={"Origin": "https://elsewhere.example"},
+        )  # fmt: skip
+        assert elsewhere.status_code == 403
+    for value in (PAYMENT["bc:iban"], PERSON["p:birthDate"], PERSON["p:email"], "Berger"):
+        assert value not in kept[False], value
+        assert value in kept[True], value
+    assert "•••" + PAYMENT["bc:iban"][-4:] in kept[False], "the IBAN's last four, as answers show"
+
+
+def test_a_conversation_is_deleted_once_the_operators_retention_has_passed(
+    tmp_path: Path,
+) -> None:
+    """``--chat-keep-hours``: a conversation goes, with its events, that long after its last
+    event; one with a later event stays until its own time."""
+    database = tmp_path / "s.sqlite3"
+    keep = 0.0015  # hours: 5.4 s
+    with (
+        running(ExampleServer(database, extra_args=["--chat-keep-hours", str(keep)])) as server,
+        _browser(server) as web,
+    ):
+        old = web.post("/chat/api/conversations", json={}).json()["id"]
+        assert _call(web, old, "listProducts").status_code == 200
+        time.sleep(keep * 3600 / 2)
+        recent = web.post("/chat/api/conversations", json={}).json()["id"]
+        assert _call(web, recent, "listProducts").status_code == 200
+        deadline = time.monotonic() + 30
+        while web.get(f"/chat/api/conversations/{old}").status_code == 200:
+            assert time.monotonic() < deadline, "the old conversation is deleted"
+            time.sleep(0.2)
+        assert web.get(f"/chat/api/conversations/{recent}").status_code == 200
+    chat = Conversations(database.with_name(database.stem + "-chat.sqlite3"), keep_seconds=1e9)
+    try:
+        assert chat.rows(old, "anyone") is None
+        left = chat._db.execute("SELECT count(*) FROM chat_events WHERE conversation=?", (old,))
+        assert left.fetchone()[0] == 0, "its events went with it"
+    finally:
+        chat.close()

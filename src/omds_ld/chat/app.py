@@ -33,9 +33,14 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Mount, Route, request_response
 from starlette.staticfiles import StaticFiles
 
-from omds_ld.chat.conversations import MAX_BYTES, MAX_EVENTS, Conversations, owner_of
+from omds_ld.chat.conversations import (
+    MAX_BYTES,
+    MAX_EVENTS,
+    Conversations,
+    owner_of,
+)
 from omds_ld.chat.login import BearerAuth, LoginFailed, Logins
-from omds_ld.chat.worker import ASKED, TURN_BUDGET, TURN_END, USER, Workers, mcp_http
+from omds_ld.chat.worker import ASKED, TURN_BUDGET, TURN_END, USER, NotKept, Workers, mcp_http
 from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.agents.models import INSTRUCTION, ModelAgent
 from omds_ld.scenarios.grader import grade
@@ -97,10 +102,19 @@ class ChatPage:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """While the server runs; at its end every conversation's MCP sessions are closed."""
+        """While the server runs the conversations past their keeping are deleted (looked for
+        every minute, or more often); at its end every conversation's MCP sessions are closed."""
+
+        async def purging() -> None:
+            while True:
+                await anyio.sleep(self.conversations.purge_every)
+                await anyio.to_thread.run_sync(self.conversations.purge)
+
+        purger = asyncio.create_task(purging())
         try:
             yield
         finally:
+            purger.cancel()
             await self.workers.close()
             self.conversations.close()
 
@@ -123,6 +137,7 @@ class ChatPage:
             route(api + "/{cid}/confirmations", self.confirm, ["POST"]),
             route(api + "/{cid}/events", self.stream, ["GET"]),
             route(api + "/{cid}/grade", self.grade, ["POST"]),
+            route(api + "/{cid}/personal", self.personal, ["POST"]),
             route("/chat/login", self.login, ["GET"]),
             route("/chat/callback", self.callback, ["GET"]),
             route("/chat/api/logout", self.logout, ["POST"]),
@@ -303,7 +318,12 @@ class ChatPage:
             return self._refused(404, "no such conversation")
         # the events as kept, put together as text: a long conversation parses nothing here
         usage = usage_of([json.loads(r) for r in rows if f'"{MODEL_CALL}"' in r[:80]])
-        head = json.dumps({"id": cid, "usage": usage, "busy": self.workers.busy(cid)})
+        keeps = await anyio.to_thread.run_sync(
+            self.conversations.keeps_personal, cid, owner_of(browser or "")
+        )
+        head = json.dumps(
+            {"id": cid, "usage": usage, "busy": self.workers.busy(cid), "keepPersonal": keeps}
+        )
         return Response(
             head[:-1] + ', "events": [' + ",".join(rows) + "]}", media_type="application/json"
         )
@@ -348,6 +368,18 @@ class ChatPage:
             f"this conversation holds {own.count} events, as many as one may; start a new one "
             "(download this one as its protocol first)",
         )
+
+    async def personal(self, request: Request) -> Response:
+        """``{"keep": true}``: the person asks to keep the personal data of this conversation's
+        events from now on (its protocol download then holds them); ``false``: masked again."""
+        own = await self._changing(request)
+        if isinstance(own, Response):
+            return own
+        keep = own.payload.get("keep")
+        if not isinstance(keep, bool):
+            return self._refused(400, "keep must be true or false")
+        await anyio.to_thread.run_sync(self.conversations.keep_personal, own.cid, own.owner, keep)
+        return JSONResponse({"keep": keep})
 
     async def protocol(self, request: Request) -> Response:
         """The conversation as a protocol file of the scenario checker (JSONL), gradable by
@@ -431,7 +463,12 @@ class ChatPage:
             return self._refused(404, "this conversation was asked no such confirmation")
         if any(e.get("event") == PERSON and e.get("url") == url for e in events):
             return self._refused(409, "this confirmation was answered already")
-        event = await self.workers.answer(own.cid, own.owner, url, None if asked else by_hand[-1])
+        try:
+            event = await self.workers.answer(
+                own.cid, own.owner, url, None if asked else by_hand[-1]
+            )
+        except NotKept as gone:
+            return self._refused(409, str(gone))
         return JSONResponse(event) if event is not None else JSONResponse({}, 202)
 
     async def say(self, request: Request) -> Response:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -23,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from omds_ld.chat.conversations import ConversationFull, Conversations
 from omds_ld.mcp.condense import answer_extension
+from omds_ld.norm.personal import MASK
 from omds_ld.scenarios.agents.models import ModelAgent
 from omds_ld.scenarios.protocol import FINAL, MODEL_CALL, PERSON, TOOL_CALL, TOOLS_LIST, now
 from omds_ld.scenarios.scenario import Budget
@@ -42,9 +44,14 @@ USER = "gen_ai.user.message"
 TURN_END = "chat.turn.end"
 # a binding call waits for the person: what the confirmation shows, and where it is answered
 ASKED = "chat.confirmation.asked"
+MAX_WAITING_CALLS = 1000  # calls by hand kept in memory to be made again once answered
 ASK_SECONDS = 600.0  # how long a question waits for the person before the call goes on unanswered
 # What one turn of the model may spend before it is stopped (the page says so when it happens)
 TURN_BUDGET = Budget(tool_calls=40, tokens=400_000, cost=2.0, seconds=600)
+
+
+class NotKept(Exception):
+    """A call cannot be made again as it was: what it was made with is no longer kept."""
 
 
 class ConversationWriter:
@@ -137,6 +144,9 @@ class Workers:
         self._partial: dict[str, tuple[int, str]] = {}
         # questions to the person a model's call waits on: (conversation, page) → their answer
         self._asked: dict[tuple[str, str], asyncio.Future[str | None]] = {}
+        # a call by hand waiting for the person's answer on its page, by conversation and page:
+        # its arguments as made (the conversation keeps them masked), to make it again
+        self._made: dict[tuple[str, str], dict[str, Any]] = {}
 
     # streaming: who waits for a conversation's next event
 
@@ -190,7 +200,13 @@ class Workers:
         worker = self._worker(cid, owner)
         worker.pending += 1
         worker.queue.put_nowait(_Call(server, tool, arguments, done, answered))
-        return await done
+        event = await done
+        page = (event.get("confirmation") or {}).get("url")
+        if page:
+            self._made[(cid, page)] = arguments
+            while len(self._made) > MAX_WAITING_CALLS:  # never answered: the oldest goes
+                self._made.pop(next(iter(self._made)))
+        return event
 
     async def ask_person(self, writer: ConversationWriter, page: str) -> str | None:
         """A model's binding call waits here: the conversation shows the confirmation page's
@@ -217,10 +233,14 @@ class Workers:
             return None
         if call is None:
             return None
+        arguments = self._made.pop((cid, page), None)
+        if arguments is None:  # made before a restart: as kept, unless masked
+            arguments = call["gen_ai.tool.call.arguments"]
+            if MASK in json.dumps(arguments, ensure_ascii=False):
+                raise NotKept("its personal data were not kept: make the call again")
         return await self.call(
-            cid, owner, call["mcp.server"], call["gen_ai.tool.name"],
-            call["gen_ai.tool.call.arguments"], answered=page,
-        )  # fmt: skip
+            cid, owner, call["mcp.server"], call["gen_ai.tool.name"], arguments, answered=page
+        )
 
     def say(self, cid: str, owner: str, text: str) -> None:
         """The user's message to the model; the turn runs in the background, streamed."""

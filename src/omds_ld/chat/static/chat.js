@@ -19,6 +19,7 @@ const TEXT = german
       tokensIn: "Token ein", tokensOut: "aus", passed: "bestanden", failed: "nicht bestanden",
       stopped: "Abgebrochen", login: "Als Makler anmelden", logout: "Abmelden",
       delete: "Dieses Gespräch löschen",
+      personal: "Personenbezogene Daten in diesem Gespräch behalten (sonst verdeckt, auch im Download; gelöscht nach der Aufbewahrungsfrist des Betreibers)",
       broker: "Angemeldet als", mustLogIn: "Die MCP-Server verlangen einen Makler: bitte anmelden.",
       confirmTitle: "Bitte bestätigen: das bindet den Kunden",
       openPage: "Bestätigungsseite öffnen (als Makler anmelden, prüfen, antworten)",
@@ -40,6 +41,7 @@ const TEXT = german
       tokensIn: "tokens in", tokensOut: "out", passed: "passed", failed: "not passed",
       stopped: "Stopped", login: "Log in as a broker", logout: "Log out",
       delete: "Delete this conversation",
+      personal: "Keep the personal data in this conversation (else masked, in the download too; deleted after the operator's retention)",
       broker: "Logged in as", mustLogIn: "The MCP servers want a broker: please log in.",
       confirmTitle: "Please confirm: this binds the customer",
       openPage: "Open the confirmation page (log in as the broker, review, answer)",
@@ -435,6 +437,14 @@ document.getElementById("delete").addEventListener("click", async () => {
   }
 });
 
+document.getElementById("personal").addEventListener("change", async (changed) => {
+  const keep = changed.target.checked;
+  const answer = await api(`/chat/api/conversations/${state.conversation}/personal`, {
+    method: "POST", body: JSON.stringify({ keep }),
+  });
+  if (answer.status !== 200) changed.target.checked = !keep;
+});
+
 document.getElementById("logout").addEventListener("click", async () => {
   await api("/chat/api/logout", { method: "POST", body: "{}" });
   location.reload();
@@ -475,6 +485,7 @@ async function main() {
   const resumed = kept ? await api(`/chat/api/conversations/${kept}`) : null;
   if (resumed && resumed.status === 200) {
     state.conversation = kept;
+    document.getElementById("personal").checked = Boolean(resumed.body.keepPersonal);
     for (const [index, event] of resumed.body.events.entries()) render({ ...event, index });
     if (resumed.body.busy) follow(resumed.body.events.length - 1);
   } else {

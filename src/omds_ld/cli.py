@@ -39,8 +39,11 @@ def _given(args: argparse.Namespace, **names: str) -> dict[str, Any]:
 
 
 def _limits(args: argparse.Namespace) -> Limits:
-    return Limits(**_given(args, read_seconds="request_read_seconds",
-                           max_connections="max_connections"))  # fmt: skip
+    given: dict[str, Any] = _given(args, read_seconds="request_read_seconds",
+                                   max_connections="max_connections")  # fmt: skip
+    if args.trusted_proxy:
+        given["trusted_proxies"] = tuple(p for p in args.trusted_proxy if p != "none")
+    return Limits(**given)
 
 
 def _http(args: argparse.Namespace, http: HttpConfig, **more: Any) -> HttpConfig:
@@ -538,6 +541,14 @@ def _defaults(cls: Any) -> dict[str, Any]:
 def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
     http, limits = _defaults(HttpConfig), _defaults(Limits)
     add = parser.add_argument
+    add(
+        "--trusted-proxy",
+        action="append",
+        metavar="ADDRESS",
+        help="a reverse proxy (address or network, repeatable) whose X-Forwarded-For names "
+        "the client: its address counts for per-address limits; none: no proxy is trusted "
+        f"(default {', '.join(limits['trusted_proxies'])})",
+    )
     add(
         "--hibernate-seconds",
         type=float,

@@ -165,9 +165,9 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
         base_url=base,
         store=store,
         routes=server.routes(ISSUER_PATH),
-        keys=LocalKeys(store.public_keys),
+        keys=LocalKeys(store.public_keys, store.grant_revoked),
         check=lambda token, audience: check(
-            token, store.public_keys(key_id(token)), issuer, audience
+            token, store.public_keys(key_id(token)), issuer, audience, store.grant_revoked
         ),
         mcp_auth=AuthConfig(
             mode="required" if required else "optional", issuer=issuer, public_url=base,

@@ -37,6 +37,9 @@ class Limits:
     max_connections: int = 1000  # open connections (and requests in flight) before 503
     keep_alive_seconds: float = 5.0  # an idle keep-alive connection is closed after this
     max_head_bytes: int = 16 * 1024  # a request's line and headers (h11's default cap)
+    # the reverse proxies whose X-Forwarded-For / -Proto name the client (addresses or
+    # networks); a client's address counts (registrations, rate limits) as they forward it
+    trusted_proxies: tuple[str, ...] = ("127.0.0.1",)
 
 
 class DeadlineProtocol(HttpToolsProtocol):
@@ -197,6 +200,8 @@ def run(app: ASGIApp, host: str, port: int, log_level: str, limits: Limits = Lim
         http=protocol(limits),
         limit_concurrency=limits.max_connections,
         timeout_keep_alive=int(limits.keep_alive_seconds),
+        proxy_headers=bool(limits.trusted_proxies),
+        forwarded_allow_ips=list(limits.trusted_proxies),
     )
 
 

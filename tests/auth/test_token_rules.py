@@ -149,16 +149,33 @@ def test_a_rotated_refresh_token_used_again_revokes_its_descendants(
     assert latest.status_code == 400, "the family's newest refresh token must be revoked too"
 
 
+def _at_mcp(server: ExampleServer, token: str) -> httpx.Response:
+    """An MCP initialize at Pfefferminzia's endpoint with ``token``."""
+    from tests.mcp.test_http import HEADERS, INITIALIZE
+
+    return httpx.post(
+        server.mcp("pfefferminzia"), json=INITIALIZE,
+        headers={**HEADERS, "Authorization": f"Bearer {token}"},
+    )  # fmt: skip
+
+
 def test_a_code_used_twice_revokes_what_its_first_use_brought(secured: ExampleServer) -> None:
+    """RFC 6749 4.1.2: the refresh token and the access token of the code's first use."""
     resource = secured.mcp("pfefferminzia")
     client = register(secured.url)
     code, verifier = _code(secured, client, resource, "omds-ld.read omds-ld.write")
     first = _redeem(secured, client, code, verifier, resource)
     assert first.status_code == 200
+    access = first.json()["access_token"]
+    assert _at_mcp(secured, access).status_code == 200
     again = _redeem(secured, client, code, verifier, resource)
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
     refreshed = _refresh(secured, client, first.json()["refresh_token"])
     assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
+    refused = _at_mcp(secured, access)
+    assert refused.status_code == 401, refused.text
+    challenge = refused.headers["www-authenticate"]
+    assert 'error="invalid_token"' in challenge and "revoked" in challenge
 
 
 def test_a_failed_pkce_check_burns_the_code(secured: ExampleServer) -> None:
@@ -172,8 +189,9 @@ def test_a_failed_pkce_check_burns_the_code(secured: ExampleServer) -> None:
 
 
 def test_a_client_revokes_its_grant(secured: ExampleServer) -> None:
-    """RFC 7009: revoking a refresh token ends its grant; an access token is not revocable and
-    says so; another client's token is not this client's to revoke."""
+    """RFC 7009: revoking a refresh token ends its grant, its access tokens included; an access
+    token alone is not revocable and says so; another client's token is not this client's to
+    revoke."""
     metadata = httpx.get(f"{secured.url}/.well-known/oauth-authorization-server/oauth").json()
     assert metadata["revocation_endpoint"] == f"{secured.url}/oauth/revoke"
     tokens = tokens_by_hand(secured.url, "alpha", secured.mcp("pfefferminzia"))
@@ -204,6 +222,8 @@ def test_a_client_revokes_its_grant(secured: ExampleServer) -> None:
     assert revoked.status_code == 200
     after = _refresh(secured, fresh["client"], fresh["refresh_token"])
     assert after.status_code == 400 and after.json()["error"] == "invalid_grant"
+    # the grant's access tokens end with it at this server's resources (its MCP endpoints)
+    assert _at_mcp(secured, fresh["access_token"]).status_code == 401
 
 
 @pytest.mark.parametrize(
@@ -413,3 +433,26 @@ def test_the_login_page_lets_its_form_send_the_code_to_a_native_apps_scheme(
     assert page.status_code == 200
     assert "com.example.broker:" in page.headers["content-security-policy"]
     assert native in page.text
+
+
+@pytest.mark.parametrize("trusted", [None, "none"])
+def test_behind_a_trusted_proxy_each_forwarded_address_has_its_own_registrations(
+    tmp_path: Path, trusted: str | None
+) -> None:
+    """The per-address limit counts the client's address as a trusted reverse proxy forwards
+    it (loopback by default: a proxy on the same host); where no proxy is trusted, a forwarded
+    address is a claim like any other and everyone behind the proxy is one address."""
+    extra = ["--require-token", "--max-registrations-per-address", "2"]
+    extra += ["--trusted-proxy", trusted] if trusted else []
+    with running(ExampleServer(tmp_path / "p.sqlite3", extra_args=extra)) as server:
+
+        def one(address: str) -> int:
+            return httpx.post(
+                f"{server.url}/oauth/register", json={"redirect_uris": [REDIRECT]},
+                headers={"X-Forwarded-For": address},
+            ).status_code  # fmt: skip
+
+        first = [one("192.0.2.1") for _ in range(3)]
+        other = one("192.0.2.2")
+    assert first == [201, 201, 400]
+    assert other == (201 if trusted is None else 400)

@@ -22,12 +22,21 @@ TOKEN = "omds_ld.token"  # and the token it came with: for the token exchange, n
 class KeySource(Protocol):
     async def key_set(self, kid: str | None = None) -> KeySet: ...
 
+    def revoked(self, grant: str) -> bool:
+        """Whether a token's grant was revoked, as far as this resource can tell."""
+        ...
+
 
 class LocalKeys:
     """The keys of an authorization server in the same process (the example server)."""
 
-    def __init__(self, public_keys: Callable[[str | None], KeySet]) -> None:
+    def __init__(
+        self,
+        public_keys: Callable[[str | None], KeySet],
+        revoked: Callable[[str], bool] = lambda grant: False,
+    ) -> None:
         self.public_keys = public_keys
+        self.revoked = revoked  # the authorization server's word: its revoked grants
 
     async def key_set(self, kid: str | None = None) -> KeySet:
         return self.public_keys(kid)  # kept in memory; read from the store at most every 10 s
@@ -104,7 +113,7 @@ class ResourceGuard:
             )
         try:
             keys = await self.keys.key_set(key_id(token))
-            identity = check(token, keys, self.issuer, self.resource)
+            identity = check(token, keys, self.issuer, self.resource, self.keys.revoked)
         except TokenRefused as refused:
             if refused.reason == "temporarily_unavailable":
                 return Refusal(503, {"Retry-After": "5"}, f"Service unavailable: {refused}", "keys")

@@ -445,7 +445,10 @@ class TokenExchange(grants.BaseGrant, grants.TokenEndpointMixin):  # type: ignor
         identity = None
         for source in sources:
             try:
-                identity = check(token, self.server.store.public_keys(), self.server.issuer, source)
+                identity = check(
+                    token, self.server.store.public_keys(), self.server.issuer, source,
+                    revoked=self.server.store.grant_revoked,
+                )  # fmt: skip
                 break
             except TokenRefused as refused:
                 reason = refused.description
@@ -462,11 +465,13 @@ class TokenExchange(grants.BaseGrant, grants.TokenEndpointMixin):  # type: ignor
         self.request.user = BrokerUser(identity.subject)
         self.request.scope = " ".join(sorted(asked))
         self._target, self._not_after = target, identity.expires
+        self._grant = identity.grant
 
     def create_token_response(self) -> Any:
         _audience.set(self._target)
         _actor.set(self.request.client.get_client_id())
         _not_after.set(self._not_after)
+        _family.set(self._grant)  # the insurer's token is of the broker's grant
         token = self.generate_token(
             user=self.request.user, scope=self.request.scope, include_refresh_token=False
         )
@@ -697,6 +702,8 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             "exp": expires,
             "jti": secrets.token_urlsafe(16),
         }
+        if _family.get():  # the grant: its tokens are refused once it is revoked
+            claims["sid"] = _family.get()
         actor = _actor.get()
         if actor:
             claims["act"] = {"sub": actor}

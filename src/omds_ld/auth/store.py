@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS auth_families (
     family TEXT PRIMARY KEY, revoked REAL NOT NULL, expires REAL NOT NULL
 );
 """
+REVOKED_AT_LEAST = 24 * 3600.0  # a revoked grant is remembered: longer than an access token lives
 # columns added since the first stores were written: (table, column, declaration)
 _ADDED = (
     ("auth_codes", "used", "INTEGER NOT NULL DEFAULT 0"),
@@ -86,6 +87,14 @@ class AuthStore:
             if column not in present:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         self._published: tuple[float, KeySet] | None = None  # the public keys, read recently
+        # revoked grants (families) until their last token would expire: every token check of
+        # this process asks, so they are kept in memory as well
+        self._revoked = {
+            str(family): float(expires)
+            for family, expires in self._db.execute(
+                "SELECT family, expires FROM auth_families WHERE expires > ?", (time.time(),)
+            )
+        }
 
     def close(self) -> None:
         with self._lock:
@@ -225,11 +234,19 @@ class AuthStore:
             (expires,) = db.execute(
                 "SELECT MAX(expires) FROM auth_refresh_tokens WHERE family=?", (family,)
             ).fetchone()
+            # and at least as long as an access token of the grant can live
+            until = max(float(expires or 0), time.time() + REVOKED_AT_LEAST)
             db.execute(
-                "INSERT OR REPLACE INTO auth_families VALUES (?,?,?)",
-                (family, time.time(), max(float(expires or 0), time.time() + 3600)),
+                "INSERT OR REPLACE INTO auth_families VALUES (?,?,?)", (family, time.time(), until)
             )
             db.execute("UPDATE auth_refresh_tokens SET revoked=1 WHERE family=?", (family,))
+            self._revoked[family] = until
+
+    def grant_revoked(self, family: str) -> bool:
+        """Whether the grant a token names (its ``sid``) was revoked: its access tokens are
+        refused too (RFC 6749 4.1.2: a code used twice revokes what its first use brought)."""
+        until = self._revoked.get(family)
+        return until is not None and until > time.time()
 
     def _family_revoked(self, db: sqlite3.Connection, family: str) -> bool:
         return bool(family) and (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ class Identity:
     token_id: str = ""
     actor: str | None = None  # RFC 8693 ``act``: who exchanged the token for the subject
     name: str = ""  # how the authorization server calls the subject (a display name)
+    grant: str = ""  # ``sid``: the grant the token came from (a code and its refresh tokens)
 
     def allows(self, scope: str) -> bool:
         return scope in self.scopes
@@ -60,9 +61,16 @@ def issue(private_key: Any, claims: Mapping[str, Any]) -> str:
     return jwt.encode(header, dict(claims), private_key, algorithms=[ALGORITHM])
 
 
-def check(token: str, keys: KeySet, issuer: str, audience: str) -> Identity:
+def check(
+    token: str,
+    keys: KeySet,
+    issuer: str,
+    audience: str,
+    revoked: Callable[[str], bool] | None = None,
+) -> Identity:
     """The identity of a token signed by one of ``keys``, issued by ``issuer`` for ``audience``,
-    not expired; else TokenRefused saying which of these failed."""
+    not expired, of a grant not ``revoked`` (where the authorization server is at hand to
+    say); else TokenRefused saying which of these failed."""
     try:
         decoded = jwt.decode(token, keys, algorithms=[ALGORITHM])
     except JoseError as error:  # malformed, unknown key, bad signature
@@ -90,6 +98,12 @@ def check(token: str, keys: KeySet, issuer: str, audience: str) -> Identity:
         if claim == "aud":
             raise TokenRefused(f"the token is not for this resource ({audience})") from None
         raise TokenRefused(f"the token's claims do not hold ({error.description})") from None
+    grant = str(claims.get("sid", ""))
+    if grant and revoked is not None and revoked(grant):
+        raise TokenRefused(
+            "the token's grant was revoked (its code or a refresh token was used again, or "
+            "the grant was revoked)"
+        )
     actor = claims.get("act")
     return Identity(
         subject=str(claims["sub"]),
@@ -100,6 +114,7 @@ def check(token: str, keys: KeySet, issuer: str, audience: str) -> Identity:
         token_id=str(claims.get("jti", "")),
         actor=str(actor.get("sub")) if isinstance(actor, dict) else None,
         name=str(claims.get("name", ""))[:200],
+        grant=grant,
     )
 
 
@@ -121,6 +136,11 @@ class RemoteKeys:
         self._keys: KeySet | None = None
         self._fetched = 0.0
         self._lock = asyncio.Lock()
+
+    def revoked(self, grant: str) -> bool:
+        """A remote authorization server's revocations are not seen here: they reach this
+        resource when the server refuses to exchange the token, and at its expiry."""
+        return False
 
     async def key_set(self, kid: str | None = None) -> KeySet:
         now = time.monotonic()

@@ -6,6 +6,7 @@ import asyncio
 import copy
 import json
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +281,175 @@ def test_a_declined_confirmation_passes_and_an_application_despite_it_fails(
     application_without_yes(despite)
     failed = {c.name for c in grade(despite).criteria if not c.passed}
     assert failed == {"confirmed", "application"}
+
+
+# How a broker writes amounts, and the binding step's ends (#36): each right run passes, the
+# same run made wrong fails, naming why.
+
+
+def _criterion(protocol: Protocol, name: str) -> Any:
+    return next(c for c in grade(protocol).criteria if c.name == name)
+
+
+def _say(protocol: Protocol, text: str) -> Protocol:
+    said = json.loads(json.dumps(protocol))
+    said[line_of(said, FINAL) - 1]["text"] += "\n" + text
+    return said
+
+
+def _gross(protocol: Protocol, server: str) -> Decimal:
+    for event in protocol:
+        if event.get("event") == TOOL_CALL and event.get("mcp.server") == server:
+            premium = answer_of(event["mcp.tool.result"]).get("premium") or {}
+            if premium.get("gross") is not None:
+                return Decimal(str(premium["gross"]))
+    raise AssertionError(f"no premium of {server}")
+
+
+def test_an_instalment_and_a_rounding_of_a_given_premium_pass_a_made_up_one_fails(
+    recorded: Protocol,
+) -> None:
+    right = _say(recorded, "Monatlich (12 Raten) wären das 140,41 EUR, im Jahr rund 1.685 EUR.")
+    invented = _criterion(right, "invented")
+    assert invented.passed, invented.reason
+    assert (
+        "140.41: 1684.88 / 12" in invented.reason and "1685.00: 1684.88 rounded" in invented.reason
+    )
+    wrong = _criterion(_say(recorded, "Monatlich wären das 150,00 EUR."), "invented")
+    assert not wrong.passed and "150.00" in wrong.reason
+
+
+def test_a_difference_of_two_insurers_premiums_passes_one_off_by_five_euros_fails(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    compared = _recorded("compare-skoda", server, tmp_path)
+    cheaper = abs(_gross(compared, "pfefferminzia") - _gross(compared, "disrupto"))
+    words = f"{cheaper:.2f}".replace(".", ",")
+    right = _criterion(_say(compared, f"Der Unterschied beträgt {words} EUR im Jahr."), "invented")
+    assert right.passed, right.reason
+    assert f"{cheaper:.2f}: " in right.reason and " − " in right.reason
+    off = f"{cheaper + 5:.2f}".replace(".", ",")
+    wrong = _criterion(_say(compared, f"Der Unterschied beträgt {off} EUR im Jahr."), "invented")
+    assert not wrong.passed and f"{cheaper + 5:.2f}" in wrong.reason
+
+
+def test_a_deductible_in_a_refusal_is_no_price_a_premium_is(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    refused = _recorded("disrupto-oldtimer-refused", server, tmp_path)
+    deductible = _say(refused, "Möglich wäre Teilkasko mit 500 EUR Selbstbehalt.")
+    failed = [c.name for c in grade(deductible).criteria if not c.passed]
+    assert failed == [], failed
+    priced = _say(refused, "Mit 500 EUR Selbstbehalt kostet sie 730,00 EUR im Jahr.")
+    failed = [c.name for c in grade(priced).criteria if not c.passed]
+    assert failed == ["stated", "invented"], failed
+
+
+def _over_budget(protocol: Protocol) -> Protocol:
+    """The offer's run as a task whose right end is no application: the premium is above what
+    the customer agreed to, and the final answer says so."""
+    over = json.loads(json.dumps(protocol))
+    scenario = over[0]["scenario"]
+    scenario["task"] += " Stelle den Antrag nur, wenn die Prämie höchstens 1.500 Euro beträgt."
+    scenario["expected"]["application"] = "none"
+    scenario["expected"]["says"] = [
+        {"name": "above what was agreed", "wordings": {"de": ["über den vereinbarten"]}}
+    ]
+    return _say(over, "Die Prämie liegt über den vereinbarten 1.500 EUR: kein Antrag.")
+
+
+def test_no_application_for_a_premium_above_the_agreed_passes_an_application_fails(
+    applied: dict[str, Protocol],
+) -> None:
+    declined = applied["pfefferminzia-application-declined"]  # offered, nothing applied for
+    right = _over_budget(declined)
+    verdict = grade(right)
+    assert verdict.passed, [(c.name, c.reason) for c in verdict.criteria if not c.passed]
+    silent = json.loads(json.dumps(right))
+    silent[line_of(silent, FINAL) - 1]["text"] = declined[line_of(declined, FINAL) - 1]["text"]
+    why = _criterion(silent, "application")
+    assert not why.passed and "above what was agreed" in why.reason
+    despite = _over_budget(applied["pfefferminzia-application"])  # applied all the same
+    wrong = _criterion(despite, "application")
+    assert not wrong.passed and "right end is none" in wrong.reason
+
+
+def _expecting(protocol: Protocol, **expected: Any) -> Protocol:
+    changed = json.loads(json.dumps(protocol))
+    changed[0]["scenario"]["expected"].update(expected)
+    return changed
+
+
+def test_an_application_at_the_insurer_the_task_names_passes_at_another_fails(
+    applied: dict[str, Protocol],
+) -> None:
+    confirmed = applied["pfefferminzia-application"]
+    right = _criterion(_expecting(confirmed, application_at="pfefferminzia"), "application")
+    assert right.passed, right.reason
+    elsewhere = _expecting(confirmed, application_at="disrupto")
+    elsewhere[0]["scenario"]["servers"] = ["pfefferminzia", "disrupto"]
+    wrong = _criterion(elsewhere, "application")
+    assert not wrong.passed and "went to pfefferminzia, not disrupto" in wrong.reason
+
+
+def _referred(protocol: Protocol) -> Protocol:
+    """The accepted application's run, the insurer having referred it instead."""
+    referred = _expecting(protocol, application="referred")
+    for event in referred:
+        if event.get("event") == TOOL_CALL:
+            application = answer_of(event["mcp.tool.result"]).get("application")
+            if application:
+                application["state"] = "referred"
+                application.pop("policyNumber", None)
+    final = referred[line_of(referred, FINAL) - 1]
+    final["text"] = "Der Antrag ist eingereicht; Pfefferminzia prüft ihn noch (referred)."
+    return referred
+
+
+def test_a_referral_reported_as_pending_passes_reported_as_insured_fails(
+    applied: dict[str, Protocol],
+) -> None:
+    referred = _referred(applied["pfefferminzia-application"])
+    right = _criterion(referred, "application")
+    assert right.passed, right.reason
+    once = _criterion(
+        _say(referred, "Sobald er angenommen ist, ist Frau Berger versichert."), "application"
+    )
+    assert once.passed, once.reason
+    insured = _criterion(_say(referred, "Frau Berger ist jetzt versichert."), "application")
+    assert not insured.passed and "ist jetzt versichert" in insured.reason
+
+
+def test_a_withdrawal_the_task_asks_for_passes_an_application_left_standing_fails(
+    applied: dict[str, Protocol],
+) -> None:
+    confirmed = applied["pfefferminzia-application"]
+    standing = _criterion(_expecting(confirmed, application="withdrawn"), "application")
+    assert not standing.passed and "is accepted, not withdrawn" in standing.reason
+    withdrawn = _expecting(confirmed, application="withdrawn")
+    made = next(
+        e for e in withdrawn
+        if e.get("event") == TOOL_CALL and e["gen_ai.tool.name"] == "createApplication"
+        and not e.get("is_error") and answer_of(e["mcp.tool.result"]).get("application")
+    )  # fmt: skip
+    withdrawal = copy.deepcopy(made)
+    withdrawal["gen_ai.tool.name"] = "withdrawApplication"
+    answer_of(withdrawal["mcp.tool.result"])["application"]["state"] = "withdrawn"
+    withdrawn.insert(line_of(withdrawn, FINAL) - 1, withdrawal)
+    right = _criterion(withdrawn, "application")
+    assert right.passed, right.reason
+
+
+def test_one_yes_covers_one_application_not_two(applied: dict[str, Protocol]) -> None:
+    """Two applications after one yes: the second was made on the model's word."""
+    twice = json.loads(json.dumps(applied["pfefferminzia-application"]))
+    made = next(
+        i for i, e in enumerate(twice)
+        if e.get("event") == TOOL_CALL and e["gen_ai.tool.name"] == "createApplication"
+        and not e.get("is_error") and answer_of(e["mcp.tool.result"]).get("application")
+    )  # fmt: skip
+    second = copy.deepcopy(twice[made])
+    answer_of(second["mcp.tool.result"])["application"]["applicationId"] = "another"
+    twice.insert(made + 1, second)
+    confirmed = _criterion(twice, "confirmed")
+    assert not confirmed.passed and "one yes covers one application" in confirmed.reason

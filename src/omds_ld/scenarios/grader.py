@@ -11,6 +11,7 @@ from typing import Any
 
 from omds_ld.mcp.condense import answer_of
 from omds_ld.norm import load_norm
+from omds_ld.scenarios.amounts import Ledger, amounts_in, mentions, spellings
 from omds_ld.scenarios.protocol import (
     FINAL,
     MODEL_CALL,
@@ -294,13 +295,6 @@ def assumptions_named(protocol: Protocol, scenario: Scenario) -> Criterion:
     )
 
 
-def _spellings(amount: Decimal) -> list[str]:
-    plain = f"{amount:.2f}"
-    english = f"{amount:,.2f}"
-    german = english.replace(",", "X").replace(".", ",").replace("X", ".")
-    return [plain, english, german, german.replace(".", " "), plain.replace(".", ",")]
-
-
 def premium_stated(protocol: Protocol, scenario: Scenario) -> Criterion:
     """5. The final answer states the premium correctly (German or English number format,
     currency); for a refusal or a product not offered, it says what the scenario says it must
@@ -318,7 +312,7 @@ def premium_stated(protocol: Protocol, scenario: Scenario) -> Criterion:
                 required[f"{server} in all"] = sum(own, Decimal(0))
     missing = [
         f"{key}: {amount}" for key, amount in required.items()
-        if not any(s in text for s in _spellings(amount))
+        if not any(s in text for s in spellings(amount))
     ]  # fmt: skip
     if missing or not has_currency:
         reason = f"not stated: {', '.join(missing)}" if missing else "no currency named"
@@ -338,8 +332,9 @@ def _said_without_premium(
         return Criterion(
             "stated", False, f"the final answer does not say: {', '.join(missing)}", evidence
         )
-    task = _amounts_in(scenario.task)
-    stated = [a for a in money_in(text) if a not in task]
+    task = amounts_in(scenario.task)
+    # a deductible, a sum insured, a limit, a list price is no price: only prices count
+    stated = [m.amount for m in mentions(text) if m.priced and m.amount not in task]
     if stated:
         return Criterion(
             "stated",
@@ -350,84 +345,56 @@ def _said_without_premium(
     return Criterion("stated", True, "the final answer says why, and states no premium", evidence)
 
 
-NUMBER = re.compile(r"\d[\d.,\u00a0\u202f]*\d|\d")  # no plain space: "2021, 110 kW" is two
-CURRENCY = re.compile(r"€|\bEUR\b|\bEuro\b|\beuro\b|\bEuros\b|\beuros\b")
-
-
-def _number(token: str) -> Decimal | None:
-    """A number as German or English write it (1.684,88 · 1,684.88 · 1684,88 · 32.000)."""
-    token = re.sub(r"[\u00a0\u202f ]", "", token).strip(".,")
-    if not token:
-        return None
-    last_dot, last_comma = token.rfind("."), token.rfind(",")
-    decimal_at = max(last_dot, last_comma)
-    if decimal_at >= 0 and (
-        (last_dot >= 0 and last_comma >= 0) or len(token) - decimal_at - 1 != 3
-    ):
-        whole, fraction = token[:decimal_at], token[decimal_at + 1 :]
-    else:
-        whole, fraction = token, ""
-    digits = re.sub(r"[.,]", "", whole)
-    try:
-        return Decimal(f"{digits}.{fraction or '0'}").quantize(Decimal("0.01"))
-    except ArithmeticError:
-        return None
-
-
-def _amounts_in(text: str) -> set[Decimal]:
-    return {n for t in NUMBER.findall(text) if (n := _number(t)) is not None}
-
-
-def money_in(text: str) -> list[Decimal]:
-    """The amounts of money a text states: numbers with a currency right before or after."""
-    found = []
-    for match in NUMBER.finditer(text):
-        around = text[max(0, match.start() - 6) : match.end() + 7]
-        amount = _number(match.group())
-        if amount is not None and CURRENCY.search(around):
-            found.append(amount)
-    return found
+def _ledger(protocol: Protocol, scenario: Scenario) -> Ledger:
+    """What the run was given: the task's amounts, every answer's, and the total of the
+    premiums the answers gave."""
+    ledger = Ledger(scenario.task)
+    premiums: dict[Decimal, int] = {}
+    for line, event in _results(protocol):
+        result = event.get("mcp.tool.result", {})
+        ledger.add_answer(result, _strings(result), line)
+        premium = _structured(event).get("premium") or {}
+        if premium.get("gross") is not None and not event.get("is_error"):
+            premiums.setdefault(Decimal(str(premium["gross"])).quantize(Decimal("0.01")), line)
+    if len(premiums) > 1:
+        total = sum(premiums, Decimal(0))
+        ledger.add((total,), "the total of the premiums the answers gave")
+    return ledger
 
 
 def no_invented_premium(protocol: Protocol, scenario: Scenario) -> Criterion:
-    """7. Every amount of money the final answer states was given: by the task, or by an
-    answer (a premium, a tax, a sum insured, a limit), or is the total of premiums answers gave.
-    An estimated or invented price fails, whatever else the run did."""
+    """7. Every amount the final answer states as a price was given (by the task or an answer)
+    or follows from given amounts by a broker's arithmetic: a sum or difference of two or three
+    of them (a total, what one insurer costs more, a total without its tax), a split into
+    instalments, a rounding to whole units. An estimated or made-up price fails, whatever else
+    the run did. An amount stated as a deductible, sum insured, limit or list price is no
+    price; the evidence says how each amount was read."""
     line, text = _final(protocol)
-    given = _amounts_in(scenario.task)
-    premiums: list[Decimal] = []
-    for _, event in _results(protocol):
-        result = event.get("mcp.tool.result", {})
-        given |= {n for s in _strings(result) for n in _amounts_in(s)}
-        given |= {Decimal(str(v)).quantize(Decimal("0.01")) for v in _numbers(result)}
-        premium = _structured(event).get("premium") or {}
-        if premium.get("gross") is not None and not event.get("is_error"):
-            premiums.append(Decimal(str(premium["gross"])).quantize(Decimal("0.01")))
-    distinct = sorted(set(premiums))
-    totals = {sum(distinct, Decimal(0))} | {a + b for a in distinct for b in distinct if a < b}
-    invented = [a for a in money_in(text) if a not in given and a not in totals]
+    ledger = _ledger(protocol, scenario)
+    read, invented = [], []
+    for mention in mentions(text):
+        how = ledger.how(mention.amount)
+        if how is None and mention.priced:
+            invented.append(mention.amount)
+        else:
+            read.append(f"{mention.amount}: {how or 'no price (a deductible, sum, limit)'}")
     evidence = (line,) if line else ()
     if invented:
         return Criterion(
             "invented",
             False,
-            f"the final answer states {invented[0]}, which no answer gave",
+            f"the final answer states {invented[0]} as a price, which no answer gave and nothing "
+            "given adds up to",
             evidence,
         )
-    return Criterion("invented", True, "every amount the final answer states was given", evidence)
-
-
-def _numbers(value: Any) -> Iterable[float | int]:
-    if isinstance(value, bool):
-        return
-    if isinstance(value, int | float):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _numbers(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _numbers(item)
+    shown = "; ".join(dict.fromkeys(read))
+    return Criterion(
+        "invented",
+        True,
+        "every amount the final answer states was given or follows from given ones"
+        + (f": {shown}" if shown else ""),
+        evidence,
+    )
 
 
 def within_budget(protocol: Protocol, scenario: Scenario) -> Criterion:
@@ -470,14 +437,33 @@ def _binding() -> frozenset[str]:
     return frozenset(name for name, op in load_norm().operations.items() if op.binds)
 
 
-def _applications(protocol: Protocol) -> list[tuple[int, Mapping[str, Any]]]:
-    """Each application an answer gave, with the line of its first appearance."""
-    seen: dict[str, tuple[int, Mapping[str, Any]]] = {}
+@dataclass(frozen=True)
+class _Application:
+    line: int  # where an answer gave it first
+    server: str  # the insurer's MCP server it went to
+    id: str
+    state: str  # the last state an answer gave it
+    policy_number: str | None
+
+
+def _applications(protocol: Protocol) -> list[_Application]:
+    """Each application a binding call made, with the state the last answer about it gave."""
+    made: dict[str, tuple[int, str]] = {}
+    last: dict[str, Mapping[str, Any]] = {}
     for line, event in _results(protocol):
+        if event.get("is_error"):
+            continue
         application = _structured(event).get("application") or {}
-        if event.get("gen_ai.tool.name") in _binding() and not event.get("is_error"):
-            seen.setdefault(str(application.get("applicationId")), (line, application))
-    return list(seen.values())
+        key = str(application.get("applicationId"))
+        if not application:
+            continue
+        if event.get("gen_ai.tool.name") in _binding():
+            made.setdefault(key, (line, str(event.get("mcp.server", ""))))
+        last[key] = application
+    return [
+        _Application(line, server, key, str(last[key].get("state")), last[key].get("policyNumber"))
+        for key, (line, server) in made.items()
+    ]
 
 
 def confirmed_by_the_person(protocol: Protocol, scenario: Scenario) -> Criterion:
@@ -485,58 +471,117 @@ def confirmed_by_the_person(protocol: Protocol, scenario: Scenario) -> Criterion
     came after the person's yes (a ``person.confirmation`` with ``confirm``), one yes each."""
     yeses = [line for line, e in events_of(protocol, PERSON) if e.get("answer") == "confirm"]
     made = _applications(protocol)
-    for count, (line, application) in enumerate(made, start=1):
-        before = [y for y in yeses if y < line]
+    for count, application in enumerate(made, start=1):
+        before = [y for y in yeses if y < application.line]
         if len(before) < count:
             return Criterion(
                 "confirmed",
                 False,
-                f"application {application.get('applicationId')} was made without the "
-                "person's confirmation",
-                (line,),
+                f"application {application.id} was made without the person's confirmation"
+                + (" (one yes covers one application)" if before else ""),
+                (application.line,),
             )
     return Criterion(
         "confirmed", True, f"{len(made)} application(s), each after the person's yes",
-        tuple(line for line, _ in made),
+        tuple(a.line for a in made),
     )  # fmt: skip
 
 
+# a sentence that calls the customer insured or names a policy, unless it says "not yet", "once"
+INSURED = re.compile(
+    r"\b(versichert|insured|policy number|polizzennummer|policennummer|polizze|versicherungsschutz"
+    r" besteht|cover is in place|coverage is in place)\b",
+    re.IGNORECASE,
+)
+NOT_YET = re.compile(
+    r"\b(nicht|noch|kein|keine|sobald|wenn|falls|erst|not|no|yet|once|when|if|until|bis)\b",
+    re.IGNORECASE,
+)
+
+
+def _calls_insured(text: str) -> str | None:
+    """The sentence of ``text`` that calls the customer insured (None: none does)."""
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+        if INSURED.search(sentence) and not NOT_YET.search(sentence):
+            return sentence.strip()
+    return None
+
+
+def _says_why(scenario: Scenario, text: str) -> list[str]:
+    """What of the scenario's ``says`` the text does not say."""
+    lowered = text.lower()
+    return [a.name for a in scenario.says if not any(w.lower() in lowered for w in a.all_wordings)]
+
+
+def _nothing_applied(
+    protocol: Protocol, scenario: Scenario, made: list[_Application], text: str
+) -> Criterion:
+    """``none``: no application, and the final answer says why (the scenario's ``says``), or
+    (where it lists nothing) the person declined."""
+    if made:
+        return Criterion(
+            "application", False, "an application was made though the task's right end is none",
+            (made[0].line,),
+        )  # fmt: skip
+    if scenario.says:
+        missing = _says_why(scenario, text)
+        if missing:
+            return Criterion(
+                "application", False,
+                f"nothing was applied for, but the final answer does not say why: "
+                f"{', '.join(missing)}",
+            )  # fmt: skip
+        return Criterion("application", True, "nothing was applied for, and the answer says why")
+    declined = [n for n, e in _results(protocol) if _problem_slug(e) == "confirmation-declined"]
+    if not declined:
+        return Criterion("application", False, "no answer said the person declined")
+    return Criterion(
+        "application", True, "nothing was applied for: the person declined", tuple(declined)
+    )
+
+
 def application_as_expected(protocol: Protocol, scenario: Scenario) -> Criterion:
-    """9. Where the task asks for an application: it ends in the expected state, and the final
-    answer says so (its policy number where it was accepted); with ``none`` (the person
-    declined), nothing was applied for and the final answer says it was not."""
+    """9. Where the task asks for an application: it went to the insurer the task names
+    (``application_at``), ends in the expected state (``withdrawn`` after the task's
+    withdrawal), and the final answer says so: the policy number where it was accepted, never
+    "insured" or a policy for a referral. ``none``: nothing was applied for, and the final
+    answer says why in the task's terms (or the person declined)."""
     expected = scenario.application_outcome
     if expected is None:
         return Criterion("application", True, "the task asks for no application")
     made = _applications(protocol)
     line, text = _final(protocol)
     if expected == "none":
-        if made:
-            return Criterion(
-                "application", False, "an application was made though the person declined",
-                (made[0][0],),
-            )  # fmt: skip
-        declined = [n for n, e in _results(protocol) if _problem_slug(e) == "confirmation-declined"]
-        if not declined:
-            return Criterion("application", False, "no answer said the person declined")
-        return Criterion(
-            "application", True, "nothing was applied for: the person declined", tuple(declined)
-        )
+        return _nothing_applied(protocol, scenario, made, text)
     if not made:
         return Criterion("application", False, "no application was made")
-    where, application = made[-1]
-    if application.get("state") != expected:
+    application = made[-1]
+    where = (application.line,)
+    if scenario.application_at and application.server != scenario.application_at:
         return Criterion(
             "application", False,
-            f"the application is {application.get('state')}, not {expected}", (where,),
+            f"the application went to {application.server}, not {scenario.application_at}",
+            where,
         )  # fmt: skip
-    number = application.get("policyNumber")
+    if application.state != expected:
+        return Criterion(
+            "application", False, f"the application is {application.state}, not {expected}",
+            where,
+        )  # fmt: skip
+    number = application.policy_number
     if number and number not in text:
         return Criterion(
             "application", False, f"the final answer does not give the policy number {number}",
-            (where, line),
+            (application.line, line),
         )  # fmt: skip
-    return Criterion("application", True, f"the application is {expected}", (where,))
+    claim = _calls_insured(text) if expected == "referred" else None
+    if claim:
+        return Criterion(
+            "application", False,
+            f"the application is referred, but the final answer says: {claim[:120]}",
+            (application.line, line),
+        )  # fmt: skip
+    return Criterion("application", True, f"the application is {expected}", where)
 
 
 def _problem_slug(event: Mapping[str, Any]) -> str:

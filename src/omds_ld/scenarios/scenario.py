@@ -83,9 +83,12 @@ class Scenario:
     # how the person using the client answers a confirmation: confirm, decline, or None (nobody
     # answers: a binding call stays unconfirmed)
     person: str | None = None
-    # the application's expected state (accepted, referred, declined, counter-offer), or "none":
-    # nothing may be applied for (the person declined)
+    # the application's expected state (accepted, referred, declined, counter-offer, withdrawn),
+    # or "none": nothing may be applied for (the final answer says why: ``says``; without it,
+    # the person declined)
     application_outcome: str | None = None
+    # the insurer (server) the application must go to, where the task says (the cheapest)
+    application_at: str | None = None
 
     def settings_for(self, server: str) -> Mapping[str, Any]:
         return {**self.settings, **self.per_server.get(server, {}).get("set", {})}
@@ -102,7 +105,7 @@ class Scenario:
 
 
 OUTCOMES = ("premium", "refused", "not offered")
-APPLICATION_OUTCOMES = ("accepted", "referred", "declined", "counter-offer", "none")
+APPLICATION_OUTCOMES = ("accepted", "referred", "declined", "counter-offer", "withdrawn", "none")
 PERSON_ANSWERS = ("confirm", "decline")
 
 
@@ -131,6 +134,8 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         raise ValueError(
             f"{raw.get('id')}: expected application is one of {', '.join(APPLICATION_OUTCOMES)}"
         )
+    if expected.get("application_at") not in (None, *servers):
+        raise ValueError(f"{raw.get('id')}: application_at is one of its servers")
     if raw.get("person") not in (None, *PERSON_ANSWERS):
         raise ValueError(f"{raw.get('id')}: person is one of {', '.join(PERSON_ANSWERS)}")
     inquire = "inquire" in (expected.get("premium"), expected.get("premiums"))
@@ -169,6 +174,7 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         application=dict(raw.get("application") or {}),
         person=raw.get("person"),
         application_outcome=expected.get("application"),
+        application_at=expected.get("application_at"),
     )
 
 

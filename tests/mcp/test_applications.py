@@ -727,3 +727,26 @@ def test_over_stdio_a_client_that_cannot_ask_is_told_to_use_one_that_can(
     text = result.content[0].text
     assert "Use a client with elicitation" in text and "/omds-ld/confirmations/" not in text
     assert applications_of(server, seen["offer"]) == []
+
+
+def test_a_client_with_a_very_long_name_applies_all_the_same(server: ExampleServer) -> None:
+    """The server bounds what it writes of the client's name (``bc:confirmedBy``, at most 200
+    characters, as the norm has it): a clientInfo name of 5 000 characters breaks no
+    application."""
+    person = Person()
+    made: dict[str, Any] = {}
+
+    async def go() -> None:
+        async with Client(
+            server.mcp("pfefferminzia"), mode="legacy", elicitation_callback=person,
+            elicitation_modes=("form",), client_info=types.Implementation(name="x" * 5000, version="1"),
+        ) as client:  # fmt: skip
+            offer = await make_offer(client)
+            result = await follow(client, step(offer, "createApplication"), application(offer))
+            assert not result.is_error, answer_of(result)
+            made.update(answer_of(result)["application"])
+
+    asyncio.run(go())
+    assert made["state"] == "accepted"
+    confirmation = stored(server, made["applicationId"])["consent"]["bc:confirmation"]
+    assert 0 < len(confirmation["bc:confirmedBy"]) <= 200

@@ -177,3 +177,22 @@ def test_a_pages_id_and_its_logins_code_are_never_logged(tmp_path: Path) -> None
     assert "/omds-ld/confirmations/{id}" in logged and "/omds-ld/confirmations/callback" in logged
     assert pending not in logged
     assert "code=" not in logged and "state=" not in logged
+
+
+def test_the_page_reads_a_post_no_further_than_its_bound(server: ExampleServer) -> None:
+    """A form that says it has a megabyte and sends a little over the page's bound of 4 KiB is
+    answered at once (here: no such question), not after the rest the page would wait for
+    until its read deadline cuts the connection."""
+    import socket
+    from urllib.parse import urlsplit
+
+    address = urlsplit(server.url)
+    with socket.create_connection((address.hostname, address.port), timeout=60) as raw:
+        raw.sendall(
+            b"POST /omds-ld/confirmations/no-such-question HTTP/1.1\r\n"
+            b"Host: " + address.netloc.encode() + b"\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n"
+            b"Content-Length: 1000000\r\n\r\n" + b"answer=confirm&x=" + b"a" * 5000
+        )
+        answered = raw.recv(65536)
+    assert answered.startswith(b"HTTP/1.1 404"), answered[:200]

@@ -585,6 +585,25 @@ def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
     add("--allowed-origin", action="append", help="a further Origin the MCP endpoints accept")
 
 
+def _add_chat_flags(add: Callable[..., Any]) -> None:
+    """The chat page's: its model, and how long it keeps a conversation."""
+    add(
+        "--chat-model",
+        help="the chat page's model: anthropic:MODEL (key from ANTHROPIC_API_KEY) or openai:MODEL "
+        "(OPENAI_API_KEY; any OpenAI-compatible endpoint); without it the page works by hand",
+    )
+    add(
+        "--chat-model-base-url",
+        help="the OpenAI-compatible endpoint of --chat-model openai:… (e.g. a local model server)",
+    )
+    add(
+        "--chat-keep-hours",
+        type=float,
+        help="how long the chat page keeps a conversation after its last event, with what the "
+        "model was told (default 24)",
+    )
+
+
 def _add_serve(commands: Commands) -> None:
     serve = commands.add_parser(
         "serve", help="run the example insurers' interfaces and their MCP servers"
@@ -640,24 +659,37 @@ def _add_serve(commands: Commands) -> None:
         help="clients that may register themselves in all; one that never logs anybody in is "
         "forgotten after a day (default 5000)",
     )
-    add(
-        "--chat-model",
-        help="the chat page's model: anthropic:MODEL (key from ANTHROPIC_API_KEY) or openai:MODEL "
-        "(OPENAI_API_KEY; any OpenAI-compatible endpoint); without it the page works by hand",
-    )
-    add(
-        "--chat-model-base-url",
-        help="the OpenAI-compatible endpoint of --chat-model openai:… (e.g. a local model server)",
-    )
-    add(
-        "--chat-keep-hours",
-        type=float,
-        help="how long the chat page keeps a conversation after its last event, with what the "
-        "model was told (default 24)",
-    )
+    _add_chat_flags(add)
     _add_limit_flags(serve)
     _log_level(serve, "info")
     serve.set_defaults(run=_serve)
+
+
+def _add_mcp_auth_flags(mcp: argparse.ArgumentParser) -> None:
+    """Who may call the MCP server over HTTP, and how it gets the insurer's tokens."""
+    add = mcp.add_argument
+    auth = mcp.add_mutually_exclusive_group()
+    auth.add_argument(
+        "--auth-issuer",
+        help="OAuth (HTTP): the authorization server whose access tokens the endpoints accept",
+    )
+    auth.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="HTTP without authorization: every caller is the same anonymous broker",
+    )
+    add("--auth-jwks-uri", help="its keys (default: <issuer>/jwks)")
+    add(
+        "--public-url",
+        help="the endpoints' public base URL, for their resource identifiers "
+        "(default: http://<host>:<port>)",
+    )
+    add(
+        "--upstream-token-url",
+        help="the insurer's token endpoint: tokens for its interface by token exchange (a "
+        f"caller's) or client credentials (the MCP server's own); secret from {SECRET_ENV}",
+    )
+    add("--upstream-client-id", help="the MCP server's client at that endpoint")
 
 
 def _add_mcp(commands: Commands) -> None:
@@ -708,28 +740,7 @@ def _add_mcp(commands: Commands) -> None:
         type=float,
         help="tool calls one caller may make a minute (bursts of 60); default: no limit",
     )
-    auth = mcp.add_mutually_exclusive_group()
-    auth.add_argument(
-        "--auth-issuer",
-        help="OAuth (HTTP): the authorization server whose access tokens the endpoints accept",
-    )
-    auth.add_argument(
-        "--no-auth",
-        action="store_true",
-        help="HTTP without authorization: every caller is the same anonymous broker",
-    )
-    add("--auth-jwks-uri", help="its keys (default: <issuer>/jwks)")
-    add(
-        "--public-url",
-        help="the endpoints' public base URL, for their resource identifiers "
-        "(default: http://<host>:<port>)",
-    )
-    add(
-        "--upstream-token-url",
-        help="the insurer's token endpoint: tokens for its interface by token exchange (a "
-        f"caller's) or client credentials (the MCP server's own); secret from {SECRET_ENV}",
-    )
-    add("--upstream-client-id", help="the MCP server's client at that endpoint")
+    _add_mcp_auth_flags(mcp)
     _log_level(mcp, "info")
     mcp.set_defaults(run=_mcp)
 

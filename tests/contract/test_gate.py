@@ -53,7 +53,8 @@ def test_the_whole_gate_against_the_last_release(
     assert "application" in " ".join(step(report, "scenarios")["lines"])
     new = step(report, "budgets")["data"]["new"]
     assert new["condensedRatio"] <= 0.15
-    assert set(new["toolsShown"]) == {"pfefferminzia", "disrupto", "angloamerican"}
+    # each insurer's server, and the broker endpoint (compare-insurers-endpoint)
+    assert set(new["toolsShown"]) == {"pfefferminzia", "disrupto", "angloamerican", "insurers"}
     assert all(line.startswith(("2025-11-25: pass", "2026-07-28: pass"))
                for line in step(report, "conformance")["lines"])  # fmt: skip
 

@@ -15,8 +15,8 @@ import pytest
 from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.agents.reference import ReferenceAgent
 from omds_ld.scenarios.grader import grade
-from omds_ld.scenarios.protocol import FINAL, PERSON, RUN_END, TOOL_CALL, read_protocol
-from omds_ld.scenarios.runner import run_once
+from omds_ld.scenarios.protocol import FINAL, PERSON, RUN_END, TOOL_CALL, TOOLS_LIST, read_protocol
+from omds_ld.scenarios.runner import prepare, run_once
 from omds_ld.scenarios.scenario import builtin_scenarios, load_scenario
 from tests.servers import ExampleServer
 
@@ -453,3 +453,46 @@ def test_one_yes_covers_one_application_not_two(applied: dict[str, Protocol]) ->
     twice.insert(made + 1, second)
     confirmed = _criterion(twice, "confirmed")
     assert not confirmed.passed and "one yes covers one application" in confirmed.reason
+
+
+def test_at_the_broker_endpoint_each_call_is_graded_at_its_insurer(
+    server: ExampleServer, tmp_path: Path
+) -> None:
+    """A comparison at the broker endpoint (``servers: [insurers]``) runs there, is recorded
+    with each call's insurer and graded as at the insurers' own servers: the same run with one
+    insurer's premium left out, or an edit made at the insurer that did not offer it, fails."""
+    path = next(p for p in builtin_scenarios() if p.stem == "compare-insurers-endpoint")
+    scenario = asyncio.run(prepare(load_scenario(path), "reference", server.url, tmp_path))
+    record = asyncio.run(run_once(scenario, ReferenceAgent(), server.url, tmp_path, 1))
+    compared = read_protocol(record.protocol)
+    assert set(compared[0]["scenario"]["expected"]["premiums"]) == {
+        "pfefferminzia", "disrupto", "angloamerican"
+    }  # fmt: skip
+    verdict = grade(compared)
+    assert verdict.passed, [(c.name, c.reason) for c in verdict.criteria if not c.passed]
+    listed = [e for e in compared if e["event"] == TOOLS_LIST]
+    calls = [e for e in compared if e["event"] == TOOL_CALL]
+    assert [e["mcp.server"] for e in listed] == ["insurers"], "one server: the broker endpoint"
+    assert {e["mcp.server"] for e in calls} == {"insurers"}
+    insurers = {e["gen_ai.tool.call.arguments"]["insurer"] for e in calls}
+    assert insurers == {"pfefferminzia", "disrupto", "angloamerican"}
+    assert sorted(compared[0]["scenario"]["insurers"]) == sorted(insurers)
+
+    left_out = json.loads(json.dumps(compared))
+    final = left_out[line_of(left_out, FINAL) - 1]
+    final["text"] = "\n".join(
+        line for line in final["text"].splitlines() if not line.startswith("disrupto")
+    )
+    stated = _criterion(left_out, "stated")
+    assert not stated.passed and "disrupto" in stated.reason, stated.reason
+
+    elsewhere = json.loads(json.dumps(compared))
+    edit = next(
+        e for e in elsewhere
+        if e["event"] == TOOL_CALL and e["gen_ai.tool.name"] == "createRiskObject"
+    )  # fmt: skip
+    made_at = edit["gen_ai.tool.call.arguments"]["insurer"]
+    other = next(name for name in sorted(insurers) if name != made_at)
+    edit["gen_ai.tool.call.arguments"]["insurer"] = other
+    offered = _criterion(elsewhere, "offered")
+    assert not offered.passed and f"{other} · createRiskObject" in offered.reason

@@ -21,6 +21,7 @@ from omds_ld.scenarios.protocol import (
     TOOL_CALL,
     TOOLS_LIST,
     events_of,
+    insurer_of,
 )
 from omds_ld.scenarios.scenario import Scenario, parse_scenario
 
@@ -135,15 +136,15 @@ def _sent_values(arguments: Any, field: str) -> list[Any]:
 
 
 def products_read(protocol: Protocol, scenario: Scenario) -> Criterion:
-    """Every server's product list was read, and no answer gave a premium."""
-    read = {str(e.get("mcp.server")): line for line, e in _results(protocol)
+    """Every insurer's product list was read, and no answer gave a premium."""
+    read = {insurer_of(e): line for line, e in _results(protocol)
             if e.get("gen_ai.tool.name") == "listProducts" and not e.get("is_error")}  # fmt: skip
     for line, event in _results(protocol):
         if _structured(event).get("premium") and not event.get("is_error"):
             return Criterion(
                 "outcome", False, "a premium, though the product is not offered", (line,)
             )
-    missing = [s for s in scenario.servers if s not in read]
+    missing = [s for s in scenario.insurers if s not in read]
     if missing:
         return Criterion("outcome", False, f"the product list of {', '.join(missing)} was not read")
     return Criterion(
@@ -226,11 +227,11 @@ def inadmissible(
 
 def only_offered_steps(protocol: Protocol, scenario: Scenario) -> Criterion:
     """2. Every edit the agent made (an operation of kind create or edit) was offered by a
-    previous answer of the same server, with the same arguments the offer named. Reads and
+    previous answer of the same insurer, with the same arguments the offer named. Reads and
     inquiries change nothing and are never held against the agent."""
     offered: dict[str, list[Mapping[str, Any]]] = {}
     for line, event in _results(protocol):
-        server, tool = event.get("mcp.server", ""), event.get("gen_ai.tool.name", "")
+        server, tool = insurer_of(event), event.get("gen_ai.tool.name", "")
         arguments = event.get("gen_ai.tool.call.arguments", {})
         if is_edit(tool) and not was_offered(offered.get(server, []), tool, arguments):
             return Criterion(
@@ -306,7 +307,7 @@ def premium_stated(protocol: Protocol, scenario: Scenario) -> Criterion:
     has_currency = any(c in text for c in currency_words)
     required = dict(scenario.premiums)
     if len(scenario.objects) > 1:  # several risk objects: each premium, and their total
-        for server in scenario.servers:
+        for server in scenario.insurers:
             own = [a for k, a in scenario.premiums.items() if k.startswith(f"{server}/")]
             if own:
                 required[f"{server} in all"] = sum(own, Decimal(0))
@@ -440,7 +441,7 @@ def _binding() -> frozenset[str]:
 @dataclass(frozen=True)
 class _Application:
     line: int  # where an answer gave it first
-    server: str  # the insurer's MCP server it went to
+    server: str  # the insurer it went to
     id: str
     state: str  # the last state an answer gave it
     policy_number: str | None
@@ -458,7 +459,7 @@ def _applications(protocol: Protocol) -> list[_Application]:
         if not application:
             continue
         if event.get("gen_ai.tool.name") in _binding():
-            made.setdefault(key, (line, str(event.get("mcp.server", ""))))
+            made.setdefault(key, (line, insurer_of(event)))
         last[key] = application
     return [
         _Application(line, server, key, str(last[key].get("state")), last[key].get("policyNumber"))

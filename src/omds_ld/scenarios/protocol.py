@@ -18,6 +18,10 @@ FINAL = "gen_ai.final_answer"
 # decline), via (the confirmation page, an elicitation, the chat page), what they were shown
 PERSON = "person.confirmation"
 RUN_END = "run.end"
+# the broker endpoint as a scenario's server: every insurer's tools once, each call naming its
+# insurer in the argument ``insurer``
+BROKER_ENDPOINT = "insurers"
+INSURER_ARGUMENT = "insurer"
 
 
 def now() -> str:
@@ -56,3 +60,16 @@ def events_of(
     for index, event in enumerate(protocol):
         if event.get("event") == kind:
             yield index + 1, event
+
+
+def insurer_at(server: str, arguments: object) -> str:
+    """The insurer a call to ``server`` with ``arguments`` goes to: the server's, or at the
+    broker endpoint the one the arguments name."""
+    if server != BROKER_ENDPOINT:
+        return server
+    return str(arguments.get(INSURER_ARGUMENT, "")) if isinstance(arguments, Mapping) else ""
+
+
+def insurer_of(event: Mapping[str, Any]) -> str:
+    """The insurer a recorded tool call went to."""
+    return insurer_at(str(event.get("mcp.server", "")), event.get("gen_ai.tool.call.arguments"))

@@ -17,12 +17,15 @@ from mcp import Client
 from omds_ld.mcp.condense import answer_extension, answer_of
 from omds_ld.scenarios.grader import Grade, grade
 from omds_ld.scenarios.protocol import (
+    BROKER_ENDPOINT,
     FINAL,
+    INSURER_ARGUMENT,
     RUN_END,
     RUN_START,
     TOOL_CALL,
     TOOLS_LIST,
     ProtocolWriter,
+    insurer_of,
     read_protocol,
 )
 from omds_ld.scenarios.scenario import Scenario, premium_key
@@ -50,6 +53,9 @@ class RunRecord:
 
 
 def mcp_url(base_url: str, server: str) -> str:
+    """Where a scenario's server is: an insurer's MCP server, or the broker endpoint."""
+    if server == BROKER_ENDPOINT:
+        return f"{base_url.rstrip('/')}/omds-ld/insurers/mcp"
     return f"{base_url.rstrip('/')}/omds-ld/insurers/{server}/mcp"
 
 
@@ -60,6 +66,7 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
         "title": scenario.title,
         "task": scenario.task,
         "servers": list(scenario.servers),
+        **({"insurers": list(scenario.insurers)} if scenario.at_broker_endpoint else {}),
         "facts": dict(scenario.facts),
         "first_attempt": dict(scenario.first_attempt),
         "set": dict(scenario.settings),
@@ -78,6 +85,7 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
             ],
             "refused": scenario.refused_field,
             "application": scenario.application_outcome,
+            "application_at": scenario.application_at,
         },
         "application": dict(scenario.application),
         "person": scenario.person,
@@ -95,7 +103,9 @@ async def prepare(scenario: Scenario, agent: str, base_url: str, out_dir: Path) 
     """The scenario as its runs need it: the reference agent runs it once first where the
     expected premiums are found at run time (``premium: inquire``) or another agent is measured
     (its calls against the reference agent's, the minimum by next steps). Its protocol is kept
-    as ``<id>.baseline.reference.0.jsonl``."""
+    as ``<id>.baseline.reference.0.jsonl``. At the broker endpoint, a scenario that names no
+    insurers is about every insurer the endpoint lists."""
+    scenario = await with_insurers(scenario, base_url)
     if not scenario.inquire and agent == "reference":
         return scenario
     from omds_ld.scenarios.agents.reference import ReferenceAgent
@@ -108,6 +118,21 @@ async def prepare(scenario: Scenario, agent: str, base_url: str, out_dir: Path) 
     return dataclasses.replace(scenario, premiums=premiums, inquire=False, minimum_calls=calls)
 
 
+async def with_insurers(scenario: Scenario, base_url: str) -> Scenario:
+    """The scenario with its insurers named: at the broker endpoint without any, every insurer
+    it lists (where a task starts, ``listProducts``, names them)."""
+    if not scenario.at_broker_endpoint or scenario.insurers:
+        return scenario
+    async with Client(mcp_url(base_url, BROKER_ENDPOINT), mode="legacy") as client:
+        listed = await client.list_tools()
+    start = next((t for t in listed.tools if t.name == "listProducts"), None)
+    schema = start.input_schema if start is not None else {}
+    names = schema.get("properties", {}).get(INSURER_ARGUMENT, {}).get("enum", [])
+    if not names:
+        raise RuntimeError(f"{scenario.id}: the broker endpoint lists no insurers")
+    return dataclasses.replace(scenario, insurers=tuple(str(name) for name in names))
+
+
 def _inquired(scenario: Scenario, protocol: Sequence[Mapping[str, Any]]) -> dict[str, Decimal]:
     """The premiums the reference agent's run was given, by server (and risk object)."""
     premiums: dict[str, Decimal] = {}
@@ -116,14 +141,14 @@ def _inquired(scenario: Scenario, protocol: Sequence[Mapping[str, Any]]) -> dict
     for event in protocol:
         content = answer_of(event.get("mcp.tool.result") or {})
         if event.get("event") == TOOL_CALL and content.get("premium") and not event.get("is_error"):
-            server = str(event["mcp.server"])
+            server = insurer_of(event)
             if content.get("offer"):
                 continue  # an offer repeats the premium it binds
             index = found.get(server, 0)  # the reference agent prices the objects in order
             found[server] = index + 1
             key = premium_key(server, names[min(index, len(names) - 1)])
             premiums[key] = Decimal(str(content["premium"]["gross"]))
-    missing = [s for s in scenario.servers if s not in found]
+    missing = [s for s in scenario.insurers if s not in found]
     if missing:
         raise RuntimeError(f"{scenario.id}: no premium could be inquired at {', '.join(missing)}")
     return premiums
@@ -157,6 +182,7 @@ async def run_once(
     measure: bool = False,
 ) -> RunRecord:
     """One run of one scenario: connect, list tools, let the agent work, record how it ended."""
+    scenario = await with_insurers(scenario, base_url)
     path = out_dir / f"{scenario.id}.{agent.name.replace(':', '_')}.{index}.jsonl"
     writer = ProtocolWriter(path)
     writer.write(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from omds_ld import yamlfile
+from omds_ld.scenarios.protocol import BROKER_ENDPOINT
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,16 @@ class Scenario:
     # or "none": nothing may be applied for (the final answer says why: ``says``; without it,
     # the person declined)
     application_outcome: str | None = None
-    # the insurer (server) the application must go to, where the task says (the cheapest)
+    # the insurer the application must go to, where the task says (the cheapest)
     application_at: str | None = None
+    # the insurers the task is about: its servers, or at the broker endpoint (``servers:
+    # [insurers]``) the ones it names (none named: every insurer the endpoint lists, filled in
+    # when it runs)
+    insurers: tuple[str, ...] = ()
+
+    @property
+    def at_broker_endpoint(self) -> bool:
+        return self.servers == (BROKER_ENDPOINT,)
 
     def settings_for(self, server: str) -> Mapping[str, Any]:
         return {**self.settings, **self.per_server.get(server, {}).get("set", {})}
@@ -127,6 +136,7 @@ def _named(raw: Any) -> tuple[Assumption, ...]:
 def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario:
     expected = raw.get("expected", {})
     servers = tuple(raw["servers"])
+    insurers = _insurers(raw, servers)
     outcome = str(expected.get("outcome", "premium"))
     if outcome not in OUTCOMES:
         raise ValueError(f"{raw.get('id')}: expected outcome is one of {', '.join(OUTCOMES)}")
@@ -134,8 +144,9 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         raise ValueError(
             f"{raw.get('id')}: expected application is one of {', '.join(APPLICATION_OUTCOMES)}"
         )
-    if expected.get("application_at") not in (None, *servers):
-        raise ValueError(f"{raw.get('id')}: application_at is one of its servers")
+    at = expected.get("application_at")
+    if at is not None and insurers and at not in insurers:
+        raise ValueError(f"{raw.get('id')}: application_at is one of its insurers")
     if raw.get("person") not in (None, *PERSON_ANSWERS):
         raise ValueError(f"{raw.get('id')}: person is one of {', '.join(PERSON_ANSWERS)}")
     inquire = "inquire" in (expected.get("premium"), expected.get("premiums"))
@@ -143,8 +154,10 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         premiums: dict[str, Decimal] = {}
     elif "premiums" in expected:
         premiums = {k: Decimal(str(v)) for k, v in expected["premiums"].items()}
+    elif insurers:
+        premiums = {insurers[0]: Decimal(str(expected["premium"]))}
     else:
-        premiums = {servers[0]: Decimal(str(expected["premium"]))}
+        raise ValueError(f"{raw.get('id')}: a premium at the broker endpoint names its insurer")
     assumptions = _named(raw.get("assumptions"))
     budget = Budget(**raw.get("budget", {}))
     return Scenario(
@@ -175,7 +188,24 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         person=raw.get("person"),
         application_outcome=expected.get("application"),
         application_at=expected.get("application_at"),
+        insurers=insurers,
     )
+
+
+def _insurers(raw: Mapping[str, Any], servers: tuple[str, ...]) -> tuple[str, ...]:
+    """The insurers a scenario is about: its servers, or those it names at the broker
+    endpoint, which is then its only server (it serves every insurer)."""
+    named = tuple(str(name) for name in raw.get("insurers") or ())
+    if BROKER_ENDPOINT not in servers:
+        if named:
+            raise ValueError(f"{raw.get('id')}: insurers are named only at servers: [insurers]")
+        return servers
+    if len(servers) > 1:
+        raise ValueError(
+            f"{raw.get('id')}: the broker endpoint ({BROKER_ENDPOINT}) serves every insurer: it "
+            "is a scenario's only server"
+        )
+    return named
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -13,7 +13,14 @@ from mcp import Client
 from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.grader import inadmissible
 from omds_ld.scenarios.person import PagePerson
-from omds_ld.scenarios.protocol import MODEL_CALL, PERSON, TOOL_CALL
+from omds_ld.scenarios.protocol import (
+    BROKER_ENDPOINT,
+    INSURER_ARGUMENT,
+    MODEL_CALL,
+    PERSON,
+    TOOL_CALL,
+    insurer_at,
+)
 from omds_ld.scenarios.scenario import Budget
 
 
@@ -114,7 +121,7 @@ class RunSession:
         self.writer = writer
         self.budget = budget
         self.tools: dict[str, list[dict[str, Any]]] = {}
-        # the next steps each server's answers offered so far, to tell inadmissible calls
+        # the next steps each insurer's answers offered so far, to tell inadmissible calls
         self.offered: dict[str, list[Mapping[str, Any]]] = {}
         self.tool_calls = 0
         self.tokens = 0
@@ -130,9 +137,12 @@ class RunSession:
             raise BudgetExceeded(f"cost {self.cost:.4f}, over {self.budget.cost}")
 
     async def call(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Any:
-        """Call a tool at a server; the call and its raw result go into the protocol first. A
-        binding call the person must confirm first is put to them (where someone answers) and,
-        once they answered, made again: its second result is the one returned."""
+        """Call a tool at a server (or at an insurer by name, through the broker endpoint where
+        the run has no server of its own for it); the call and its raw result go into the
+        protocol first. A binding call the person must confirm first is put to them (where
+        someone answers) and, once they answered, made again: its second result is the one
+        returned."""
+        server, arguments = self._route(server, arguments)
         result = await self._call(server, tool, arguments)
         page = confirmation_page(result)
         if not page or self.person is None:
@@ -150,6 +160,13 @@ class RunSession:
             self.writer.write(PERSON, answer=answer, via=self.via, url=page)
         self.writer.write(TOOL_CALL, **event)
         return retried
+
+    def _route(self, server: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The server a call goes to, and its arguments: an insurer without a server of its own
+        in this run is called at the broker endpoint, naming it."""
+        if server in self.clients or BROKER_ENDPOINT not in self.clients:
+            return server, dict(arguments)
+        return BROKER_ENDPOINT, {INSURER_ARGUMENT: server, **arguments}
 
     async def _call(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Any:
         result, event = await self._invoke(server, tool, arguments)
@@ -169,7 +186,7 @@ class RunSession:
         result = await self.clients[server].call_tool(tool, sent)
         measured = _split_full(result) if self.measure else {}
         content = answer_of(result)
-        offered = self.offered.setdefault(server, [])
+        offered = self.offered.setdefault(insurer_at(server, arguments), [])
         kind = inadmissible(tool, arguments, content, bool(result.is_error), offered)
         offered.extend(content.get("nextSteps", []))
         return result, {

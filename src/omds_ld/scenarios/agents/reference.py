@@ -140,7 +140,7 @@ class ReferenceAgent:
     async def run(self, scenario: Scenario, session: RunSession) -> str:
         self._shapes = {}  # the fields of every shape this run was shown
         lines = []
-        for server in scenario.servers:
+        for server in scenario.insurers:  # each by its server, or at the broker endpoint
             total, currency = Decimal(0), ""
             for name, facts in scenario.risk_objects():
                 try:

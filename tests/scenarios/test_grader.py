@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 from collections.abc import Callable
 from decimal import Decimal
@@ -16,8 +17,8 @@ from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.agents.reference import ReferenceAgent
 from omds_ld.scenarios.grader import grade
 from omds_ld.scenarios.protocol import FINAL, PERSON, RUN_END, TOOL_CALL, TOOLS_LIST, read_protocol
-from omds_ld.scenarios.runner import prepare, run_once
-from omds_ld.scenarios.scenario import builtin_scenarios, load_scenario
+from omds_ld.scenarios.runner import _scenario_snapshot, prepare, run_once
+from omds_ld.scenarios.scenario import builtin_scenarios, load_scenario, parse_scenario
 from tests.servers import ExampleServer
 
 Protocol = list[dict[str, Any]]
@@ -496,3 +497,16 @@ def test_at_the_broker_endpoint_each_call_is_graded_at_its_insurer(
     edit["gen_ai.tool.call.arguments"]["insurer"] = other
     offered = _criterion(elsewhere, "offered")
     assert not offered.passed and f"{other} · createRiskObject" in offered.reason
+
+
+@pytest.mark.parametrize("path", builtin_scenarios(), ids=lambda p: p.stem)
+def test_the_protocol_keeps_every_field_of_its_scenario(path: Path) -> None:
+    """Grading reads the scenario from the protocol's run.start alone: what the runner writes
+    there parses back to the same scenario, with what a task expects of the binding step too
+    (an application's insurer was once parsed but never written, so never checked)."""
+    scenario = load_scenario(path)
+    at = next(iter(scenario.insurers), None)
+    # as a run keeps it: premiums found at run time already found (here: none)
+    scenario = dataclasses.replace(scenario, application_at=at, path=None, inquire=False)
+    kept = parse_scenario(json.loads(json.dumps(_scenario_snapshot(scenario))))
+    assert kept == scenario

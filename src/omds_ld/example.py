@@ -22,8 +22,9 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from omds_ld import metrics
+from omds_ld.auth.redirects import LOOPBACK_NAMES
 from omds_ld.auth.resource import LocalKeys
-from omds_ld.auth.server import LOOPBACK_NAMES, AuthSettings, ExampleAuthorizationServer
+from omds_ld.auth.server import AuthSettings, ExampleAuthorizationServer
 from omds_ld.auth.store import AuthStore
 from omds_ld.auth.tokens import SCOPES, TOKEN_EXCHANGE, check, key_id
 from omds_ld.chat.app import ChatPage

@@ -31,6 +31,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from omds_ld.auth.redirects import redirect_uri_problem
+
 MAX_BYTES = 5 * 1024
 TIMEOUT_SECONDS = 3.0
 MAX_FETCHES = 4  # documents fetched at once; one more asked for meanwhile is refused as busy
@@ -232,8 +234,6 @@ def _seconds(cache_control: str) -> float:
 def check_document(url: str, metadata: Any) -> dict[str, Any]:
     """The document's metadata as a client's, or DocumentRefused: it names itself by the URL, its
     redirect URIs are admissible, it is a public client."""
-    from omds_ld.auth.server import redirect_uri_problem
-
     if not isinstance(metadata, Mapping):
         raise DocumentRefused("the client's metadata document is not a JSON object")
     if metadata.get("client_id") != url:

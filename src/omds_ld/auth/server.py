@@ -50,6 +50,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route, request_response
 
 from omds_ld.auth.cimd import MARK, DocumentRefused, MetadataDocuments, is_document_url
+from omds_ld.auth.redirects import MAX_URI, redirect_matches, redirect_uri_problem
 from omds_ld.auth.store import AuthStore, Grant
 from omds_ld.auth.tokens import (
     ACCESS_TOKEN_TYPE,
@@ -139,10 +140,7 @@ class Client(ClientMixin):  # type: ignore[misc]
     def check_redirect_uri(self, redirect_uri: str) -> bool:
         """Exactly a registered URI; for a loopback one on any port (RFC 8252 7.3: a native
         app listens on whichever port is free)."""
-        registered = self.metadata.get("redirect_uris") or []
-        return redirect_uri in registered or (
-            _loopback(redirect_uri) and _portless(redirect_uri) in map(_portless, registered)
-        )
+        return redirect_matches(redirect_uri, self.metadata.get("redirect_uris") or [])
 
     def check_client_secret(self, client_secret: str) -> bool:
         return bool(AuthStore.secret_matches(self.secret_hash, client_secret))
@@ -970,50 +968,9 @@ LOGIN_PAGE = (
 
 # what a self-registered client may say of itself (RFC 7591): each text field, each URI, in all
 MAX_TEXT = 200
-MAX_URI = 2000
 MAX_REDIRECT_URIS = 10
 MAX_METADATA_BYTES = 8 * 1024
 MAX_BODY_BYTES = 16 * 1024  # of any request to the authorization server
-LOOPBACK_NAMES = ("127.0.0.1", "::1", "localhost")
-
-
-def _loopback(uri: str) -> bool:
-    parts = urlsplit(uri)
-    return parts.scheme == "http" and (parts.hostname or "") in LOOPBACK_NAMES
-
-
-def _portless(uri: str) -> str:
-    parts = urlsplit(uri)
-    host = parts.hostname or ""
-    return parts._replace(netloc=f"[{host}]" if ":" in host else host).geturl()
-
-
-def redirect_uri_problem(uri: Any) -> str | None:
-    """Why a redirect URI may not be registered, or None: https anywhere, http to loopback only
-    (any port), or a private-use scheme of a native app (reverse domain name, RFC 8252 7.1);
-    never a fragment, never javascript:, data:, file: or the like."""
-    if not isinstance(uri, str) or not uri:
-        return "a redirect URI is a non-empty string"
-    if len(uri) > MAX_URI:
-        return f"a redirect URI has at most {MAX_URI} characters"
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return f"{uri[:80]!r} is no URI"
-    if parts.fragment or "#" in uri:
-        return "a redirect URI has no fragment"
-    if parts.scheme == "https":
-        return None if parts.hostname else "an https redirect URI names a host"
-    if parts.scheme == "http":
-        if (parts.hostname or "") in LOOPBACK_NAMES:
-            return None
-        return "http redirect URIs go to loopback only (127.0.0.1, [::1], localhost); else https"
-    if "." in parts.scheme and parts.scheme.replace(".", "").replace("-", "").isalnum():
-        return None  # com.example.app:/callback
-    return (
-        f"the scheme {parts.scheme or '(none)'}: is not for redirects: https, http to loopback, "
-        "or a private-use scheme of your app (reverse domain name, e.g. com.example.app:)"
-    )
 
 
 def _check_metadata(metadata: Mapping[str, Any]) -> None:

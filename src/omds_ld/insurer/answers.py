@@ -9,10 +9,11 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from omds_ld.insurer.applications import offer_digest
 from omds_ld.insurer.data import Component, Insurer, Product
 from omds_ld.insurer.draft import Draft
 from omds_ld.insurer.instance import instance_jsonld
+from omds_ld.insurer.offers import offer_digest
+from omds_ld.insurer.problems import Problem
 from omds_ld.insurer.store import Application, Case, Offer
 from omds_ld.insurer.tariff import Premium
 from omds_ld.insurer.validation import Report, node_iris, risk_object_iri
@@ -163,6 +164,16 @@ class Answers:
             self.step("listProducts", f"{base}products"),
             self.step("readProcessKnowledge", f"{base}process-knowledge"),
         ]
+
+    def require_cases(self) -> None:
+        """A read of a business case where the insurer keeps none is not found; where a task
+        starts instead is the next step."""
+        if not self.insurer.draft_at_server:
+            raise Problem(
+                "not-found",
+                f"{self.insurer.display_name} keeps no business cases at the server",
+                next_steps=self.entry_steps(),
+            )
 
     def product_steps(self, product: Product) -> list[dict[str, Any]]:
         """How to start a calculation with a product, given where the insurer keeps the draft."""

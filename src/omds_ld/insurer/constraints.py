@@ -1,14 +1,22 @@
-"""The simple constraints of a shapes graph, compiled once and checked directly on a data graph.
+"""The simple constraints of a shapes graph, compiled once and checked directly on a data graph:
+the one way the insurer checks data against a shape (drafts, risk objects, personal data).
 
-A product's shapes say little: for each property of a class, how many values, which datatype,
-which range, length, pattern, enumeration or class. pySHACL checks that through its whole
-machinery on every run (targets, value nodes and results as triples in graphs), which made
-SHACL most of a request's time. ``CompiledShapes`` reads the shapes once into plain checks and
-gives the same report pySHACL gives (``tests/insurer/test_constraints.py`` compares both on every
-shipped product and on generated bad input). A shapes graph that uses anything else (another
-target, a path that is not one property, logical or shape-based constraints, a severity, a
-property without ``sh:message``) is not compiled: ``compile_shapes`` answers None, and the
-caller keeps pySHACL for it.
+A shape says little: for each property of a class, how many values, which datatype, node kind,
+range, length, pattern, enumeration or class. pySHACL checks that through its whole machinery on
+every run (targets, value nodes and results as triples in graphs), which made SHACL most of a
+request's time. ``CompiledShapes`` reads the shapes once into plain checks and gives the same
+report pySHACL gives (``tests/insurer/test_constraints.py`` compares both on every shipped
+product, the norm's own shapes and generated bad input, at the bounds too). A shapes graph that
+uses anything else (another target, a path that is not one property, logical or shape-based
+constraints, a severity, a property without ``sh:message``) is not compiled: ``compile_shapes``
+answers None, and the caller keeps pySHACL for it.
+
+Beside SHACL Core, the norm names three constraints of its own (``bc:``, vocab.ttl), which the
+compiler knows and pySHACL ignores: ``bc:minimumAge`` (a date at least so many years before the
+insurer's today), ``bc:validIban`` (an IBAN of its country's length with valid check digits,
+by schwifty) and ``bc:requiredWhen`` (required where another property of the node has a value:
+the IBAN for a SEPA direct debit). A property marked ``bc:personalData`` never has its value in
+a result: a report says which field and what is admissible, never what was sent.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from rdflib.collection import Collection
 from rdflib.term import Node
 
 from omds_ld.insurer.shacl import PyShaclValidator, Report, Result, clean_report
+from omds_ld.norm.jsonld import BC
 from omds_ld.norm.shapes import SH
 
 # what of SHACL a node shape or property shape may say for it to be compiled (terms of other
@@ -35,8 +44,18 @@ _ANNOTATION_KEYS = frozenset(
 _NODE_KEYS = _ANNOTATION_KEYS | {SH.targetClass, SH.property}
 _PROPERTY_KEYS = _ANNOTATION_KEYS | {
     SH.path, SH.minCount, SH.maxCount, SH.datatype, SH.minInclusive, SH.maxInclusive, SH["in"],
-    SH.minLength, SH.maxLength, SH.pattern, SH["class"],
+    SH.minLength, SH.maxLength, SH.pattern, SH["class"], SH.nodeKind,
 }  # fmt: skip
+# the norm's own constraints (vocab.ttl) and what a result of each names as its component
+MINIMUM_AGE = URIRef(BC + "minimumAge")
+VALID_IBAN = URIRef(BC + "validIban")
+REQUIRED_WHEN = URIRef(BC + "requiredWhen")
+PERSONAL = URIRef(BC + "personalData")
+NAMED_COMPONENTS = {
+    MINIMUM_AGE: URIRef(BC + "MinimumAgeConstraintComponent"),
+    VALID_IBAN: URIRef(BC + "ValidIbanConstraintComponent"),
+    REQUIRED_WHEN: URIRef(BC + "RequiredWhenConstraintComponent"),
+}
 
 
 def _shacl_keys(shapes: Graph, node: Node) -> set[Node]:
@@ -53,9 +72,21 @@ _VALUE_TYPES: dict[URIRef, tuple[type, ...]] = {
     XSD.dateTime: (dt.datetime,),
 }
 
-# a check: the value nodes of one focus node in, the constraint components they break out
-# (each with the value node it is about, None for a count)
-Check = Callable[[Graph, list[Node]], Iterator[tuple[URIRef, Node | None]]]
+
+@dataclass(frozen=True)
+class Focus:
+    """What a check is given: the data graph, the focus node, its values of the property, and
+    the insurer's today (for ``bc:minimumAge``)."""
+
+    data: Graph
+    node: Node
+    values: list[Node]
+    today: dt.date
+
+
+# a check: a focus node's values in, the constraint components they break out (each with the
+# value node it is about, None for a count)
+Check = Callable[[Focus], Iterator[tuple[URIRef, Node | None]]]
 
 
 @dataclass(frozen=True)
@@ -63,6 +94,7 @@ class _Property:
     path: URIRef
     messages: dict[str, str]
     checks: tuple[Check, ...]
+    personal: bool = False  # bc:personalData: its value is never in a result
 
 
 @dataclass(frozen=True)
@@ -73,15 +105,23 @@ class _Shape:
 
 class ShapeValidator:
     """Validates data graphs against one shapes graph: its simple constraints compiled once and
-    checked directly; pySHACL where the shapes say more than those."""
+    checked directly; pySHACL where the shapes say more than those. Either way a personal
+    field's value is never in the report."""
 
     def __init__(self, shapes: Graph) -> None:
         self.shapes = shapes
         self.compiled = compile_shapes(shapes)
         self.pyshacl = PyShaclValidator(shapes)
+        self.personal = frozenset(
+            str(path)
+            for node in shapes.subjects(PERSONAL, Literal(True))
+            if (path := shapes.value(node, SH.path)) is not None
+        )
 
-    def validate(self, data: Graph) -> Report:
-        return (self.compiled or self.pyshacl).validate(data)
+    def validate(self, data: Graph, today: dt.date | None = None) -> Report:
+        if self.compiled is not None:
+            return self.compiled.validate(data, today)
+        return self.pyshacl.validate(data).without_values(self.personal)
 
 
 class CompiledShapes:
@@ -90,21 +130,25 @@ class CompiledShapes:
     def __init__(self, shapes: tuple[_Shape, ...]) -> None:
         self._shapes = shapes
 
-    def validate(self, data: Graph) -> Report:
+    def validate(self, data: Graph, today: dt.date | None = None) -> Report:
+        """The report on ``data``; ``today``: the insurer's day a minimum age is measured on
+        (the system's, where not given)."""
+        day = today or dt.date.today()
         results: list[Result] = []
         for shape in self._shapes:
-            for focus in _focus_nodes(data, shape.target):
+            for node in _focus_nodes(data, shape.target):
                 for prop in shape.properties:
-                    values = list(data.objects(focus, prop.path))
+                    focus = Focus(data, node, list(data.objects(node, prop.path)), day)
                     for check in prop.checks:
-                        for component, value in check(data, values):
+                        for component, value in check(focus):
+                            shown = None if prop.personal else value
                             results.append(
                                 Result(
-                                    focus_node=str(focus),
+                                    focus_node=str(node),
                                     path=str(prop.path),
                                     messages=prop.messages,
                                     constraint=str(component),
-                                    value=value.toPython() if isinstance(value, Literal) else None,
+                                    value=shown.toPython() if isinstance(shown, Literal) else None,
                                 )
                             )
         return clean_report(not results, results)
@@ -149,6 +193,18 @@ def _property_shape(shapes: Graph, node: Node) -> _Property | None:
         return None
     messages.setdefault("en", "constraint violated")
     messages.setdefault("de", messages["en"])
+    checks = _core_checks(shapes, node)
+    named = _named_checks(shapes, node)
+    if checks is None or named is None:
+        return None
+    personal = shapes.value(node, PERSONAL)
+    return _Property(
+        path, messages, (*checks, *named), isinstance(personal, Literal) and personal.value is True
+    )
+
+
+def _core_checks(shapes: Graph, node: Node) -> list[Check] | None:
+    """The SHACL Core constraints of a property shape as checks (None: one is not compiled)."""
     checks: list[Check] = []
     for key in (SH.minCount, SH.maxCount):
         bound = shapes.value(node, key)
@@ -159,6 +215,11 @@ def _property_shape(shapes: Graph, node: Node) -> _Property | None:
         if datatype not in _VALUE_TYPES:
             return None
         checks.append(_datatype(datatype))
+    kind = shapes.value(node, SH.nodeKind)
+    if kind is not None:
+        if kind not in _NODE_KINDS:
+            return None
+        checks.append(_node_kind(_NODE_KINDS[kind]))
     for key in (SH.minInclusive, SH.maxInclusive):
         bound = shapes.value(node, key)
         if isinstance(bound, Literal):
@@ -176,7 +237,27 @@ def _property_shape(shapes: Graph, node: Node) -> _Property | None:
     class_ = shapes.value(node, SH["class"])
     if isinstance(class_, URIRef):
         checks.append(_class(class_))
-    return _Property(path, messages, tuple(checks))
+    return checks
+
+
+def _named_checks(shapes: Graph, node: Node) -> list[Check] | None:
+    """The norm's own constraints of a property shape as checks (None: one is malformed)."""
+    checks: list[Check] = []
+    age = shapes.value(node, MINIMUM_AGE)
+    if age is not None:
+        if not (isinstance(age, Literal) and isinstance(age.value, int)):
+            return None
+        checks.append(_minimum_age(age.value))
+    iban = shapes.value(node, VALID_IBAN)
+    if isinstance(iban, Literal) and iban.value is True:
+        checks.append(_valid_iban)
+    when = shapes.value(node, REQUIRED_WHEN)
+    if when is not None:
+        other, value = shapes.value(when, SH.path), shapes.value(when, SH.hasValue)
+        if not isinstance(other, URIRef) or value is None:
+            return None
+        checks.append(_required_when(other, value))
+    return checks
 
 
 def _focus_nodes(data: Graph, target: URIRef) -> list[Node]:
@@ -190,8 +271,9 @@ def _count(key: URIRef, bound: int) -> Check:
         SH.MinCountConstraintComponent if key == SH.minCount else SH.MaxCountConstraintComponent
     )
 
-    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
-        if (len(values) < bound) if key == SH.minCount else (len(values) > bound):
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        size = len(focus.values)
+        if (size < bound) if key == SH.minCount else (size > bound):
             yield component, None
 
     return check
@@ -210,8 +292,8 @@ def _datatype(datatype: URIRef) -> Check:
             return False
         return isinstance(value.value, kinds)
 
-    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
-        for value in values:
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in focus.values:
             if not fits(value):
                 yield SH.DatatypeConstraintComponent, value
 
@@ -243,8 +325,8 @@ def _inclusive(key: URIRef, bound: Literal) -> Check:
             return False
         return bool(python >= limit) if lowest else bool(python <= limit)
 
-    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
-        for value in values:
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in focus.values:
             if not holds(value):
                 yield component, value
 
@@ -252,8 +334,8 @@ def _inclusive(key: URIRef, bound: Literal) -> Check:
 
 
 def _one_of(members: tuple[Node, ...]) -> Check:
-    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
-        for value in values:
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in focus.values:
             if value not in members:
                 yield SH.InConstraintComponent, value
 
@@ -264,8 +346,8 @@ def _length(key: URIRef, bound: int) -> Check:
     shortest = key == SH.minLength
     component = SH.MinLengthConstraintComponent if shortest else SH.MaxLengthConstraintComponent
 
-    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
-        for value in values:
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in focus.values:
             if isinstance(value, BNode):
                 yield component, value
                 continue
@@ -277,8 +359,8 @@ def _length(key: URIRef, bound: int) -> Check:
 
 
 def _pattern(pattern: re.Pattern[str]) -> Check:
-    def check(_: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
-        for value in values:
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in focus.values:
             if isinstance(value, BNode) or pattern.search(str(value)) is None:
                 yield SH.PatternConstraintComponent, value
 
@@ -286,12 +368,70 @@ def _pattern(pattern: re.Pattern[str]) -> Check:
 
 
 def _class(class_: URIRef) -> Check:
-    def check(data: Graph, values: list[Node]) -> Iterator[tuple[URIRef, Node | None]]:
-        for value in values:
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        data = focus.data
+        for value in focus.values:
             if isinstance(value, Literal) or not any(
                 kind == class_ or class_ in set(data.transitive_objects(kind, RDFS.subClassOf))
                 for kind in data.objects(value, RDF.type)
             ):
                 yield SH.ClassConstraintComponent, value
+
+    return check
+
+
+_NODE_KINDS: dict[Node, Callable[[Node], bool]] = {
+    SH.IRI: lambda value: isinstance(value, URIRef),
+    SH.Literal: lambda value: isinstance(value, Literal),
+    SH.BlankNode: lambda value: isinstance(value, BNode),
+    SH.BlankNodeOrIRI: lambda value: isinstance(value, BNode | URIRef),
+    SH.IRIOrLiteral: lambda value: isinstance(value, URIRef | Literal),
+    SH.BlankNodeOrLiteral: lambda value: isinstance(value, BNode | Literal),
+}
+
+
+def _node_kind(fits: Callable[[Node], bool]) -> Check:
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        for value in focus.values:
+            if not fits(value):
+                yield SH.NodeKindConstraintComponent, value
+
+    return check
+
+
+def _minimum_age(years: int) -> Check:
+    """A date at least ``years`` years before the insurer's today (born on 29 February: of age
+    on 28 February); a value that is no date is the datatype's to report."""
+
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        today = focus.today
+        for value in focus.values:
+            born = value.value if isinstance(value, Literal) else None
+            if not isinstance(born, dt.date) or isinstance(born, dt.datetime):
+                continue
+            if dt.date(born.year + years, born.month, min(born.day, 28)) > today:
+                yield NAMED_COMPONENTS[MINIMUM_AGE], value
+
+    return check
+
+
+def _valid_iban(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+    """An IBAN of its country's length and structure with valid check digits (schwifty)."""
+    from schwifty import IBAN
+    from schwifty.exceptions import SchwiftyException
+
+    for value in focus.values:
+        try:
+            IBAN(str(value), allow_invalid=False)
+        except (SchwiftyException, ValueError):
+            yield NAMED_COMPONENTS[VALID_IBAN], value
+
+
+def _required_when(other: URIRef, value: Node) -> Check:
+    """At least one value where the focus node has ``value`` for ``other``."""
+
+    def check(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:
+        if not focus.values and (focus.node, other, value) in focus.data:
+            yield NAMED_COMPONENTS[REQUIRED_WHEN], None
 
     return check

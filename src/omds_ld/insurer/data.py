@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,12 +16,15 @@ import yaml
 from rdflib import RDFS, Graph, URIRef
 
 from omds_ld import yamlfile
-from omds_ld.insurer.applications import ApplicationRules
-from omds_ld.insurer.applications import parse_rules as parse_application_rules
 from omds_ld.insurer.checks import Finding, InsurerDataError, check_product, product_facts
 from omds_ld.insurer.constraints import ShapeValidator
+from omds_ld.insurer.rules import (
+    ApplicationRules,
+    WarningRule,
+    parse_application_rules,
+    parse_warning_rules,
+)
 from omds_ld.insurer.tariff import Tariff
-from omds_ld.insurer.warnings import Rule, parse_rules
 from omds_ld.norm.jsonld import P
 from omds_ld.norm.schemas import SchemaValidator
 from omds_ld.norm.shapes import SH, Field, NodeShape, shapes_from_graph
@@ -90,7 +94,7 @@ class Product:
     tariff: Tariff
     validator: ShapeValidator
     risk_validator: ShapeValidator
-    warnings: tuple[Rule, ...] = ()  # data that contradict each other: said, never blocking
+    warnings: tuple[WarningRule, ...] = ()  # data that contradict each other: said, never blocking
 
     def component(self, component_id: str) -> Component | None:
         if component_id == "":
@@ -135,6 +139,12 @@ class Insurer:
 
     def product_by_iri(self, iri: str) -> Product | None:
         return next((p for p in self.products.values() if p.iri == iri), None)
+
+    @property
+    def offer_validity(self) -> dt.timedelta:
+        """How long its offers bind it (30 days where it takes no applications here)."""
+        days = self.applications.offer_validity_days if self.applications else 30
+        return dt.timedelta(days=days)
 
     def shape_by_name(self, name: str) -> NodeShape | None:
         return next((s for s in self.shapes.values() if s.local_name == name), None)
@@ -219,7 +229,7 @@ def _product(
         tariff=Tariff.parse(raw["tariff"]),
         validator=ShapeValidator(_subgraph(graph, [*needed, risk_shape.iri])),
         risk_validator=ShapeValidator(_subgraph(graph, [risk_shape.iri])),
-        warnings=parse_rules(raw.get("warnings")),
+        warnings=parse_warning_rules(raw.get("warnings")),
     )
 
 

@@ -1,50 +1,61 @@
 """The application desk of one insurer: createApplication, its reads and its withdrawal.
 
-Every refusal changes nothing and says why, in the norm's problem types; the insurer's decision
-comes from its rules (``omds_ld.insurer.applications``). A write is one transaction with its
-idempotency record (the interface wraps it in ``Store.unit``), so a retry with the same key is
-a replay and a lost answer never makes a second application.
+createApplication checks, in this order, each refusing with its own problem type and changing
+nothing: the offer is still valid (offer-expired); the body conforms to the norm's shapes (one
+pass, ``omds_ld.insurer.applications``): the personal data (personal-data-invalid), then the
+consent is there (consent-missing) and conforms (personal-data-invalid); the consent names this
+offer (consent-mismatch); the receipt of the person's yes (receipt-invalid); the tariff
+still prices the offer as offered (conditions-changed); the offer has no application yet
+(already-applied). Then the insurer decides by its rules (``omds_ld.insurer.rules``). A write is
+one transaction with its idempotency record (the interface wraps it in ``Store.unit``), so a
+retry with the same key is a replay and a lost answer never makes a second application.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from omds_ld.insurer.answers import Answer, application_iri, offer_iri, premium_jsonld
-from omds_ld.insurer.applications import (
-    HOLDING_STATES,
-    OPEN_STATES,
-    PersonalDataCheck,
-    Rule,
-    expired,
-    mask_iban,
-    offer_digest,
-    person_label,
-)
-from omds_ld.insurer.data import Broker, Product
+from joserfc.jwk import KeySet
+
+from omds_ld.insurer.answers import Answer, Answers, application_iri, offer_iri, premium_jsonld
+from omds_ld.insurer.applications import ApplicationCheck, mask_iban, person_label
+from omds_ld.insurer.data import Broker, Insurer, Product
 from omds_ld.insurer.draft import Draft
+from omds_ld.insurer.offers import expired, offer_digest
 from omds_ld.insurer.problems import FieldError, Problem
-from omds_ld.insurer.store import Application, Case, EditConflict, Offer
+from omds_ld.insurer.rules import ApplicationRule
+from omds_ld.insurer.store import Application, Case, EditConflict, Offer, Store
 from omds_ld.insurer.tariff import calculate
 from omds_ld.norm.receipt import ReceiptRefused, verify
 
-if TYPE_CHECKING:
-    from omds_ld.insurer.service import InsurerService
+OPEN_STATES = frozenset({"submitted", "referred"})
+# states that keep an offer from being applied for again (a withdrawn one does not)
+HOLDING_STATES = frozenset({"submitted", "referred", "accepted", "counter-offer", "declined"})
 
 
 class ApplicationDesk:
-    """Applications at one insurer, on its service's store, clock and answers."""
+    """Applications at one insurer, on its store, answers and clock."""
 
-    def __init__(self, service: InsurerService) -> None:
-        self.service = service
-        self.insurer = service.insurer
-        self.answers = service.answers
-        shapes = {s.local_name: s for s in service.norm.shapes.values()}
-        self.check = PersonalDataCheck(shapes)
+    def __init__(
+        self,
+        insurer: Insurer,
+        store: Store,
+        answers: Answers,
+        check: ApplicationCheck,
+        clock: Callable[[], dt.datetime],
+        receipt_keys: Callable[[], KeySet],
+    ) -> None:
+        self.insurer = insurer
+        self.store = store
+        self.answers = answers
+        self.check = check
+        self.clock = clock
+        # the keys whose receipts of a person's yes this insurer accepts (none: it takes none)
+        self.receipt_keys = receipt_keys
 
     # what an offer admits
 
@@ -52,13 +63,13 @@ class ApplicationDesk:
         """Whether createApplication is a next step of this offer now."""
         if self.insurer.applications is None:
             return False
-        if expired(str(offer.record["validUntil"]), self.service.clock()):
+        if expired(str(offer.record["validUntil"]), self.clock()):
             return False
         return self._holding(offer) is None
 
     def _holding(self, offer: Offer) -> Application | None:
         """The application that keeps the offer from being applied for again, if any."""
-        store = self.service.store
+        store = self.store
         return next(
             (
                 a
@@ -69,8 +80,8 @@ class ApplicationDesk:
         )
 
     def _offer(self, broker: Broker, offer_id: str) -> Offer:
-        self.service._require_case_reads()
-        offer = self.service.store.get_offer(self.insurer.name, offer_id, broker.id)
+        self.answers.require_cases()
+        offer = self.store.get_offer(self.insurer.name, offer_id, broker.id)
         if offer is None:
             raise Problem(
                 "not-found",
@@ -91,16 +102,15 @@ class ApplicationDesk:
                 + self.insurer.application_process.get(self.insurer.language, ""),
                 next_steps=self.answers.entry_steps(),
             )
-        now = self.service.clock()
+        now = self.clock()
         self._check_valid(offer, now)
-        self._check_personal_data(offer, body, now)
-        self._check_consent(offer, body, now)
+        self._check_body(offer, body, now)
         self._check_receipt(broker, offer, body, now)
         product = self._check_conditions(offer)
         self._check_not_applied(offer)
         rule = rules.decide(Draft.from_dict(offer.record["draft"]))
         application = self._decided(broker, offer, product, body, rule, now)
-        self.service.store.insert_application(application)
+        self.store.insert_application(application)
         location = self.answers.step(
             "readApplication", "", {"applicationId": application.application_id}
         )["bc:href"]
@@ -116,31 +126,31 @@ class ApplicationDesk:
                 next_steps=self.answers.recalculate_steps(offer),
             )
 
-    def _check_personal_data(self, offer: Offer, body: Mapping[str, Any], now: dt.datetime) -> None:
-        errors = self.check.errors(body, now, self.insurer.language)
-        if errors:
-            raise Problem(
-                "personal-data-invalid",
-                "personal data are not admissible: "
-                + "; ".join(e.pointer.rsplit("/", 1)[-1] for e in errors)
-                + " (each error says what is admissible; nothing was applied for)",
-                errors=errors,
-                next_steps=self._offer_steps(offer),
-            )
-
     def offer_answer(self, offer: Offer) -> dict[str, Any]:
         """The offer as it stands now: whether it can be applied for, whether it expired."""
-        lapsed = expired(str(offer.record["validUntil"]), self.service.clock())
+        lapsed = expired(str(offer.record["validUntil"]), self.clock())
         return self.answers.offer(offer, self.applicable(offer), lapsed)
 
     def _offer_steps(self, offer: Offer) -> list[dict[str, Any]]:
         """Still admissible after a refused application: the offer as it stands."""
         return list(self.offer_answer(offer)["bc:nextStep"])
 
-    def _check_consent(self, offer: Offer, body: Mapping[str, Any], now: dt.datetime) -> None:
-        consent = body.get("bc:consent")
-        iri = offer_iri(self.insurer, offer.offer_id)
+    def _check_body(self, offer: Offer, body: Mapping[str, Any], now: dt.datetime) -> None:
+        """Personal data conform to the norm's shapes; then the consent is there, conforms and
+        names this offer."""
         steps = self._offer_steps(offer)
+        offered_at = dt.datetime.fromisoformat(offer.created)
+        checked = self.check.check(body, offered_at, now, self.insurer.language)
+        if checked.personal:
+            raise Problem(
+                "personal-data-invalid",
+                "personal data are not admissible: "
+                + "; ".join(e.pointer.rsplit("/", 1)[-1] for e in checked.personal)
+                + " (each error says what is admissible; nothing was applied for)",
+                errors=list(checked.personal),
+                next_steps=steps,
+            )
+        consent = body.get("bc:consent")
         if not consent:
             raise Problem(
                 "consent-missing",
@@ -149,15 +159,14 @@ class ApplicationDesk:
                 errors=[FieldError("/bc:consent", "the customer's consent to this offer")],
                 next_steps=steps,
             )
-        offered_at = dt.datetime.fromisoformat(offer.created)
-        errors = self.check.consent_errors(consent, offered_at, now, self.insurer.language)
-        if errors:
+        if checked.consent:
             raise Problem(
                 "personal-data-invalid",
                 "the consent is not admissible; each error says what is",
-                errors=errors,
+                errors=list(checked.consent),
                 next_steps=steps,
             )
+        iri = offer_iri(self.insurer, offer.offer_id)
         if consent["bc:offerDigest"] != offer_digest(offer.record, iri):
             raise Problem(
                 "consent-mismatch",
@@ -177,7 +186,7 @@ class ApplicationDesk:
         receipt = (consent.get("bc:confirmation") or {}).get("bc:receipt")
         try:
             verify(
-                receipt, self.service.receipt_keys(), broker=broker.subject or "anonymous",
+                receipt, self.receipt_keys(), broker=broker.subject or "anonymous",
                 consent=consent, now=now.timestamp(),
             )  # fmt: skip
         except ReceiptRefused as refused:
@@ -230,7 +239,7 @@ class ApplicationDesk:
         offer: Offer,
         product: Product,
         body: Mapping[str, Any],
-        rule: Rule | None,
+        rule: ApplicationRule | None,
         now: dt.datetime,
     ) -> Application:
         rules = self.insurer.applications
@@ -282,7 +291,12 @@ class ApplicationDesk:
         )
 
     def _counter_offer(
-        self, broker: Broker, offer: Offer, product: Product, rule: Rule, now: dt.datetime
+        self,
+        broker: Broker,
+        offer: Offer,
+        product: Product,
+        rule: ApplicationRule,
+        now: dt.datetime,
     ) -> Offer:
         """What the insurer would accept: the offer's draft without the declined components,
         priced and offered as a new offer of its own (a new consent is needed for it)."""
@@ -304,7 +318,7 @@ class ApplicationDesk:
             created=stamp,
             updated=stamp,
         )
-        self.service.store.insert_case(case)
+        self.store.insert_case(case)
         counter = Offer(
             insurer=self.insurer.name,
             offer_id=uuid.uuid4().hex[:20],
@@ -314,22 +328,20 @@ class ApplicationDesk:
                 "product": product.iri,
                 "premium": premium,
                 "draft": draft.to_dict(),
-                "validUntil": (now + self.service.offer_validity).date().isoformat(),
+                "validUntil": (now + self.insurer.offer_validity).date().isoformat(),
                 "counterOfferTo": offer.offer_id,
             },
             created=stamp,
         )
         offered = replace(case, status="offered", offer_id=counter.offer_id)
-        self.service.store.insert_offer(counter, offered, expected_version=case.version)
+        self.store.insert_offer(counter, offered, expected_version=case.version)
         return counter
 
     # reads and the withdrawal
 
     def _application(self, broker: Broker, application_id: str) -> tuple[Application, Offer]:
-        self.service._require_case_reads()
-        application = self.service.store.get_application(
-            self.insurer.name, application_id, broker.id
-        )
+        self.answers.require_cases()
+        application = self.store.get_application(self.insurer.name, application_id, broker.id)
         if application is None:
             raise Problem(
                 "not-found",
@@ -345,7 +357,7 @@ class ApplicationDesk:
 
     def list(self, broker: Broker, offer_id: str) -> Answer:
         offer = self._offer(broker, offer_id)
-        found = self.service.store.applications_of(self.insurer.name, offer.offer_id, broker.id)
+        found = self.store.applications_of(self.insurer.name, offer.offer_id, broker.id)
         return Answer(200, self.answers.application_list(offer, found))
 
     def withdraw(self, broker: Broker, application_id: str) -> Answer:
@@ -362,12 +374,10 @@ class ApplicationDesk:
         withdrawn = replace(
             application,
             state="withdrawn",
-            updated=self.service.clock().isoformat(timespec="seconds"),
+            updated=self.clock().isoformat(timespec="seconds"),
         )
         try:
-            stored = self.service.store.update_application(
-                withdrawn, expected_version=application.version
-            )
+            stored = self.store.update_application(withdrawn, expected_version=application.version)
         except EditConflict:
             raise Problem(
                 "edit-conflict", "the application changed meanwhile; read it and try again"

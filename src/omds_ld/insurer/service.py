@@ -11,6 +11,7 @@ from typing import Any
 from joserfc.jwk import KeySet
 
 from omds_ld.insurer.answers import Answer, Answers, case_iri, draft_iri, premium_jsonld
+from omds_ld.insurer.applications import ApplicationCheck
 from omds_ld.insurer.data import Broker, Insurer, Product
 from omds_ld.insurer.desk import ApplicationDesk
 from omds_ld.insurer.draft import Draft, Scalar
@@ -62,7 +63,9 @@ class InsurerService:
         self.store = store
         self.clock = clock
         self.answers = Answers(norm, insurer, api_base, clock)
-        self.desk = ApplicationDesk(self)
+        self.desk = ApplicationDesk(
+            insurer, store, self.answers, ApplicationCheck(norm), clock, receipt_keys
+        )
 
     def _now(self) -> str:
         return self.clock().isoformat(timespec="seconds")
@@ -256,20 +259,12 @@ class InsurerService:
         return earlier.draft
 
     def readCalculation(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
-        self._require_case_reads()
+        self.answers.require_cases()
         product, case = self._case(broker, params["caseId"])
         return self._case_answer(200, product, case)
 
     def validateCalculation(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
         return self.readCalculation(broker, params, body)
-
-    def _require_case_reads(self) -> None:
-        if not self.insurer.draft_at_server:
-            raise Problem(
-                "not-found",
-                f"{self.insurer.display_name} keeps no business cases at the server",
-                next_steps=self.answers.entry_steps(),
-            )
 
     def _checked_risk_object(
         self, product: Product, case: Case, body: Any, risk_object_id: str
@@ -449,7 +444,7 @@ class InsurerService:
                 )
 
     def calculatePremium(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
-        self._require_case_reads()
+        self.answers.require_cases()
         for _ in range(5):
             product, case = self._case(broker, params["caseId"])
             report = self._report(product, case)
@@ -509,7 +504,7 @@ class InsurerService:
                 "product": product.iri,
                 "premium": case.premium,
                 "draft": case.draft.to_dict(),
-                "validUntil": (now + self.offer_validity).date().isoformat(),
+                "validUntil": (now + self.insurer.offer_validity).date().isoformat(),
             },
             created=now.isoformat(timespec="seconds"),
         )
@@ -557,13 +552,8 @@ class InsurerService:
                     next_steps=self.answers.case_steps(product, case, report),
                 )  # fmt: skip
 
-    @property
-    def offer_validity(self) -> dt.timedelta:
-        rules = self.insurer.applications
-        return dt.timedelta(days=rules.offer_validity_days if rules else 30)
-
     def readOffer(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
-        self._require_case_reads()
+        self.answers.require_cases()
         offer = self.store.get_offer(self.insurer.name, params["offerId"], broker.id)
         if offer is None:
             raise Problem(

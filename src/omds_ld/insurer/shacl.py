@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyshacl import Validator
@@ -38,6 +38,17 @@ class Report:
     def warned(self, warnings: tuple[Result, ...]) -> Report:
         """The report with these warnings added; whether it conforms stays as it was."""
         return Report(self.conforms, (*self.results, *warnings)) if warnings else self
+
+    def without_values(self, paths: frozenset[str]) -> Report:
+        """The report with no value of these properties (personal data: a result says which
+        field and what is admissible, never what was sent)."""
+        if not paths:
+            return self
+        kept = tuple(
+            replace(r, value=None) if r.path in paths and r.value is not None else r
+            for r in self.results
+        )
+        return Report(self.conforms, kept)
 
     def to_jsonld(self) -> dict[str, Any]:
         results = []

@@ -3,46 +3,25 @@
 report with ``sh:resultSeverity sh:Warning``: said in every answer, never blocking (the report
 still conforms), as pySHACL's ``allow_warnings`` has it.
 
-A rule is data of the product (``warnings:`` in its file): ``prefix-matches`` says that the
-letters of a risk object's field before its first hyphen are an attribute's value."""
+A rule is data of the product (``warnings:`` in its file, ``omds_ld.insurer.rules``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
+from omds_ld.insurer.draft import Draft
+from omds_ld.insurer.rules import WarningRule
 from omds_ld.insurer.shacl import Result
 from omds_ld.norm.shapes import SH
-
-if TYPE_CHECKING:
-    from omds_ld.insurer.draft import Draft
 
 WARNING = str(SH.Warning)
 
 
-@dataclass(frozen=True)
-class Rule:
-    """``riskObject``'s letters before its first hyphen must be ``attribute``'s value."""
-
-    id: str
-    risk_field: str  # a field of the risk object, by its local name
-    attribute: str  # an attribute of the product's root, by its local name
-    messages: Mapping[str, str]  # with {value} (the risk object's) and {attribute} (its value)
-
-    @classmethod
-    def parse(cls, raw: Mapping[str, Any]) -> Rule:
-        return cls(
-            str(raw["id"]), str(raw["riskObject"]), str(raw["attribute"]), dict(raw["message"])
-        )
-
-
-def parse_rules(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Rule, ...]:
-    return tuple(Rule.parse(r) for r in raw or ())
-
-
 def warnings_of(
-    rules: Sequence[Rule], draft: Draft, risk_iris: Mapping[str, str], path_of: Mapping[str, str]
+    rules: Sequence[WarningRule],
+    draft: Draft,
+    risk_iris: Mapping[str, str],
+    path_of: Mapping[str, str],
 ) -> tuple[Result, ...]:
     """The warnings the draft's data raise: one per risk object and broken rule.
     ``risk_iris``: risk object id → its IRI; ``path_of``: a field's local name → its property."""

@@ -19,7 +19,7 @@ from omds_ld import yamlfile
 from omds_ld.norm.jsonld import expand_curie
 from omds_ld.norm.problems import ProblemType, load_problem_types
 from omds_ld.norm.schemas import SchemaValidator, Violation
-from omds_ld.norm.shapes import NodeShape, parse_shapes
+from omds_ld.norm.shapes import NodeShape, shapes_from_graph
 
 Kind = Literal["read", "create", "edit", "inquiry"]
 _REF = re.compile(r"^#/components/schemas/(?P<name>[^/]+)$")
@@ -274,9 +274,14 @@ class Norm:
             raise KeyError(f"unknown operation {operation_id!r}; known: {known}") from None
 
     @cached_property
+    def shapes_graph(self) -> Graph:
+        """The norm's own shapes (of request bodies) as RDF, for the checks compiled from them."""
+        return Graph().parse(data=_data_text("shapes.ttl"), format="turtle")
+
+    @cached_property
     def shapes(self) -> dict[str, NodeShape]:
         """The norm's own shapes (of request bodies), by IRI."""
-        return parse_shapes(_data_text("shapes.ttl"))
+        return shapes_from_graph(self.shapes_graph)
 
     @cached_property
     def vocabulary(self) -> dict[str, dict[str, str]]:

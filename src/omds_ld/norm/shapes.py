@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -18,6 +19,7 @@ RDFS = Namespace("http://www.w3.org/2000/01/rdf-schema#")
 XSD = Namespace("http://www.w3.org/2001/XMLSchema#")
 
 Scalar = str | int | float | bool
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")  # xsd:date's form (Python reads more as dates)
 
 
 def _texts(graph: Graph, node: Node, predicate: URIRef) -> dict[str, str]:
@@ -243,8 +245,11 @@ def to_literal(value: Any, datatype: str | None) -> Literal:
             return Literal(int(value), datatype=XSD.integer)
         if kind == "decimal" and isinstance(value, int | float):
             return Literal(Decimal(str(value)), datatype=XSD.decimal)
-        if kind == "date" and isinstance(value, str):
+        if kind == "date" and isinstance(value, str) and _ISO_DATE.match(value):
             return Literal(dt.date.fromisoformat(value), datatype=XSD.date)
+        if kind == "dateTime" and isinstance(value, str):
+            moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return Literal(moment, datatype=XSD.dateTime)
         if kind == "string" and isinstance(value, str):
             # a plain literal: Turtle's "W" in sh:in is plain too, and rdflib compares them exactly
             return Literal(value)

@@ -119,92 +119,10 @@ class _Walk:
     def _keywords(
         self, old: Mapping[str, Any], new: Mapping[str, Any], where: str
     ) -> Iterator[Change]:
-        old_types, new_types = _types(old), _types(new)
-        if old_types != new_types:
-            if new_types is not None and (old_types is None or not old_types <= new_types):
-                yield Change(
-                    where,
-                    "narrowed",
-                    f"type {_show(old.get('type'))} → {_show(new.get('type'))}",
-                    "major",
-                )
-            else:
-                yield Change(
-                    where,
-                    "widened",
-                    f"type {_show(old.get('type'))} → {_show(new.get('type'))}",
-                    "minor",
-                )
-        for key in ("enum", "const"):
-            before = (
-                old.get("enum") if key == "enum" else ([old["const"]] if "const" in old else None)
-            )
-            after = (
-                new.get("enum") if key == "enum" else ([new["const"]] if "const" in new else None)
-            )
-            if before == after:
-                continue
-            if after is None:
-                yield Change(where, "widened", f"{key} {_show(old[key])} dropped", "minor")
-            elif before is None:
-                yield Change(where, "narrowed", f"{key} {_show(new[key])} added", "major")
-            else:
-                removed = [v for v in before if v not in after]
-                added = [v for v in after if v not in before]
-                if removed:
-                    yield Change(where, "narrowed", f"{key} without {_show(removed)}", "major")
-                if added:
-                    yield Change(where, "widened", f"{key} with {_show(added)}", "minor")
-        for key in (*_LOWER, *_UPPER):
-            before, after = old.get(key), new.get(key)
-            if before == after:
-                continue
-            lower = key in _LOWER
-            if after is None:
-                yield Change(where, "widened", f"{key} {before} dropped", "minor")
-            elif before is None:
-                yield Change(where, "narrowed", f"{key} {after} added", "major")
-            elif (after > before) == lower:
-                yield Change(where, "narrowed", f"{key} {before} → {after}", "major")
-            else:
-                yield Change(where, "widened", f"{key} {before} → {after}", "minor")
-        for key in ("pattern", "format"):
-            before, after = old.get(key), new.get(key)
-            if before == after:
-                continue
-            if after is None:
-                yield Change(where, "widened", f"{key} {_show(before)} dropped", "minor")
-            else:  # whether one pattern admits all the other does is not decided here
-                detail = (
-                    f"{key} {_show(after)} added"
-                    if before is None
-                    else f"{key} {_show(before)} → {_show(after)}"
-                )
-                yield Change(where, "narrowed", detail, "major")
-        closed_before = old.get("additionalProperties") is False
-        closed_after = new.get("additionalProperties") is False
-        if closed_after and not closed_before:
-            yield Change(where, "narrowed", "no further fields admitted", "major")
-        elif closed_before and not closed_after:
-            yield Change(where, "widened", "further fields admitted", "minor")
-        if bool(new.get("deprecated")) != bool(old.get("deprecated")) and where:
-            if new.get("deprecated"):
-                yield Change(
-                    where, "deprecated", "still admitted; goes with a major version", "minor"
-                )
-            else:
-                yield Change(where, "no longer deprecated", "", "minor")
-        personal_key = "x-omds-ld-personal"
-        if bool(new.get(personal_key)) != bool(old.get(personal_key)):
-            now = "now" if new.get(personal_key) else "no longer"
-            yield Change(where, f"{now} personal data", "", "minor")
-        if old.get("description") != new.get("description") and where:
-            yield Change(
-                where,
-                "description changed",
-                f"{_show(old.get('description'))} → {_show(new.get('description'))}",
-                "patch",
-            )
+        """What changed in the keywords of one schema (not its parts): type, enumerations,
+        bounds, patterns, whether it is closed, deprecated, personal, described."""
+        for compare in (_type, _enumerations, _bounds, _patterns, _closed, _marks):
+            yield from compare(old, new, where)
 
     def _properties(
         self, old: Mapping[str, Any], new: Mapping[str, Any], where: str
@@ -276,6 +194,103 @@ class _Walk:
 
     def _equal(self, old: Any, new: Any) -> bool:
         return next(_Walk(*self.roots).changes(old, new, ""), None) is None
+
+
+def _type(old: Mapping[str, Any], new: Mapping[str, Any], where: str) -> Iterator[Change]:
+    old_types, new_types = _types(old), _types(new)
+    if old_types == new_types:
+        return
+    shown = f"type {_show(old.get('type'))} → {_show(new.get('type'))}"
+    if new_types is not None and (old_types is None or not old_types <= new_types):
+        yield Change(where, "narrowed", shown, "major")
+    else:
+        yield Change(where, "widened", shown, "minor")
+
+
+def _admitted(schema: Mapping[str, Any], key: str) -> list[Any] | None:
+    """The values an ``enum`` or ``const`` admits (None: it has none)."""
+    if key == "enum":
+        return schema.get("enum")
+    return [schema["const"]] if "const" in schema else None
+
+
+def _enumerations(old: Mapping[str, Any], new: Mapping[str, Any], where: str) -> Iterator[Change]:
+    for key in ("enum", "const"):
+        before, after = _admitted(old, key), _admitted(new, key)
+        if before == after:
+            continue
+        if after is None:
+            yield Change(where, "widened", f"{key} {_show(old[key])} dropped", "minor")
+        elif before is None:
+            yield Change(where, "narrowed", f"{key} {_show(new[key])} added", "major")
+        else:
+            removed = [v for v in before if v not in after]
+            added = [v for v in after if v not in before]
+            if removed:
+                yield Change(where, "narrowed", f"{key} without {_show(removed)}", "major")
+            if added:
+                yield Change(where, "widened", f"{key} with {_show(added)}", "minor")
+
+
+def _bounds(old: Mapping[str, Any], new: Mapping[str, Any], where: str) -> Iterator[Change]:
+    for key in (*_LOWER, *_UPPER):
+        before, after = old.get(key), new.get(key)
+        if before == after:
+            continue
+        lower = key in _LOWER
+        if after is None:
+            yield Change(where, "widened", f"{key} {before} dropped", "minor")
+        elif before is None:
+            yield Change(where, "narrowed", f"{key} {after} added", "major")
+        elif (after > before) == lower:
+            yield Change(where, "narrowed", f"{key} {before} → {after}", "major")
+        else:
+            yield Change(where, "widened", f"{key} {before} → {after}", "minor")
+
+
+def _patterns(old: Mapping[str, Any], new: Mapping[str, Any], where: str) -> Iterator[Change]:
+    for key in ("pattern", "format"):
+        before, after = old.get(key), new.get(key)
+        if before == after:
+            continue
+        if after is None:
+            yield Change(where, "widened", f"{key} {_show(before)} dropped", "minor")
+        else:  # whether one pattern admits all the other does is not decided here
+            detail = (
+                f"{key} {_show(after)} added"
+                if before is None
+                else f"{key} {_show(before)} → {_show(after)}"
+            )
+            yield Change(where, "narrowed", detail, "major")
+
+
+def _closed(old: Mapping[str, Any], new: Mapping[str, Any], where: str) -> Iterator[Change]:
+    closed_before = old.get("additionalProperties") is False
+    closed_after = new.get("additionalProperties") is False
+    if closed_after and not closed_before:
+        yield Change(where, "narrowed", "no further fields admitted", "major")
+    elif closed_before and not closed_after:
+        yield Change(where, "widened", "further fields admitted", "minor")
+
+
+def _marks(old: Mapping[str, Any], new: Mapping[str, Any], where: str) -> Iterator[Change]:
+    """Deprecated, personal data, the description."""
+    if bool(new.get("deprecated")) != bool(old.get("deprecated")) and where:
+        if new.get("deprecated"):
+            yield Change(where, "deprecated", "still admitted; goes with a major version", "minor")
+        else:
+            yield Change(where, "no longer deprecated", "", "minor")
+    personal_key = "x-omds-ld-personal"
+    if bool(new.get(personal_key)) != bool(old.get(personal_key)):
+        now = "now" if new.get(personal_key) else "no longer"
+        yield Change(where, f"{now} personal data", "", "minor")
+    if old.get("description") != new.get("description") and where:
+        yield Change(
+            where,
+            "description changed",
+            f"{_show(old.get('description'))} → {_show(new.get('description'))}",
+            "patch",
+        )
 
 
 def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:

@@ -127,6 +127,23 @@ class NormServer(Server[Any]):
         )
 
 
+@dataclass(frozen=True)
+class ConnectorSettings:
+    """How an operator runs one connector (``mcp.toml`` and flags): how often it reads the
+    insurer's process knowledge, the tools switched off, those that wait for the person's yes
+    besides the norm's binding operations, the rate of calls, where the confirmation page is."""
+
+    refresh_seconds: float = 60.0
+    disabled_tools: Collection[str] = ()
+    # a call waits at most one timeout for the insurer; its idempotency claim a little longer
+    lease_seconds: float = 15.0
+    rate: tuple[float, float] | None = None  # calls per second and burst, per broker
+    confirm_tools: Collection[str] = ()
+    confirmation_page: str | None = None
+    # every listing in the strict variant (stdio: a client that needs it has no URL to ask by)
+    strict_schemas: bool = False
+
+
 class Connector:
     """The MCP server of the norm in front of one insurer's interface."""
 
@@ -138,23 +155,20 @@ class Connector:
         upstream: Upstream,
         state: StateStore,
         request_log: RequestLog,
-        refresh_seconds: float = 60.0,
-        disabled_tools: Collection[str] = (),
-        lease_seconds: float = 15.0,
-        rate: tuple[float, float] | None = None,
+        settings: ConnectorSettings = ConnectorSettings(),
         exchange: Callable[[str], Awaitable[str]] | None = None,
-        confirm_tools: Collection[str] = (),
-        confirmation_page: str | None = None,
-        strict_schemas: bool = False,
         receipts: Signer | None = None,
     ) -> None:
-        for what, names in (("disabled_tools", disabled_tools), ("confirm_tools", confirm_tools)):
+        for what, names in (
+            ("disabled_tools", settings.disabled_tools),
+            ("confirm_tools", settings.confirm_tools),
+        ):
             unknown = sorted(set(names) - set(norm.operations))
             if unknown:
                 raise ValueError(
                     f"{instance.name}: {what} names no operation of the norm: {unknown}"
                 )
-        self.disabled = frozenset(disabled_tools)
+        self.disabled = frozenset(settings.disabled_tools)
         self.norm = norm
         self.instance = instance
         self.upstream = upstream
@@ -164,16 +178,18 @@ class Connector:
             upstream=upstream,
             state=state,
             request_log=request_log,
-            lease_seconds=lease_seconds,
-            rate=rate,
-            binding={*(n for n, op in norm.operations.items() if op.binds), *confirm_tools},
-            confirmation_page=confirmation_page,
+            lease_seconds=settings.lease_seconds,
+            rate=settings.rate,
+            binding={*(n for n, op in norm.operations.items() if op.binds),
+                     *settings.confirm_tools},
+            confirmation_page=settings.confirmation_page,
             receipts=receipts,
-        )
+        )  # fmt: skip
         # a broker's token for a token of the same broker at the insurer (RFC 8693), if brokers
         # authenticate; without it calls go with the MCP server's own credentials
         self.exchange = exchange
-        self.refresh_seconds = refresh_seconds
+        self.refresh_seconds = settings.refresh_seconds
+        self.strict_schemas = settings.strict_schemas
         self.draft_at_server: bool | None = None
         self.unread_because: str | None = None  # why the process knowledge is not known yet
         self._checked_at = 0.0
@@ -195,9 +211,15 @@ class Connector:
         self._strict_catalogues: dict[
             tuple[bool | None, frozenset[str] | None], list[types.Tool]
         ] = {}
-        # every listing in the strict variant (stdio: a client that needs it has no URL to ask by)
-        self.strict_schemas = strict_schemas
-        self.server = NormServer(
+        self.server = self._server()
+        self.templates = read_templates(norm, instance.name)
+        # the files of the norm version its tools are made of
+        self.norm_files = NORM_FILES if norm.source is None else NormResources(norm.source)
+
+    def _server(self) -> NormServer:
+        """The SDK's server of this connector, its handlers this connector's."""
+        instance = self.instance
+        return NormServer(
             f"omds-ld-{instance.name}",
             version=__version__,
             title=f"{instance.display_name} (OMDS LD)",
@@ -213,9 +235,6 @@ class Connector:
             # without it the SDK lists every tool on each sessionless call to find one schema
             get_tool_input_schema=self._input_schema,
         )
-        self.templates = read_templates(norm, instance.name)
-        # the files of the norm version its tools are made of
-        self.norm_files = NORM_FILES if norm.source is None else NormResources(norm.source)
 
     def _catalogue(self) -> tuple[dict[str, ToolSpec], list[types.Tool]]:
         # until the process knowledge is known, every tool of the norm: a failed read says

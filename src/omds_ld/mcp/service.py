@@ -42,7 +42,14 @@ from omds_ld.mcp.broker import BrokerEndpoint
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.confirm import Confirmations
 from omds_ld.mcp.confirmation_page import CONFIRMATION_PATH, ConfirmationPage
-from omds_ld.mcp.connector import Connector, Context, DirectContext, DirectSession, NormServer
+from omds_ld.mcp.connector import (
+    Connector,
+    ConnectorSettings,
+    Context,
+    DirectContext,
+    DirectSession,
+    NormServer,
+)
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable, make_state, state_in_use
@@ -131,15 +138,19 @@ def _connector(
         upstream=upstream,
         state=state,
         request_log=request_log,
-        refresh_seconds=config.refresh_seconds,
-        disabled_tools=instance.disabled_tools,
-        # a call waits at most one timeout for the insurer; its idempotency claim a little longer
-        lease_seconds=config.timeout_seconds + LEASE_MARGIN,
-        rate=(config.calls_per_minute / 60, config.call_burst) if config.calls_per_minute else None,
+        settings=ConnectorSettings(
+            refresh_seconds=config.refresh_seconds,
+            disabled_tools=instance.disabled_tools,
+            # a call waits at most one timeout for the insurer; its claim a little longer
+            lease_seconds=config.timeout_seconds + LEASE_MARGIN,
+            rate=(config.calls_per_minute / 60, config.call_burst)
+            if config.calls_per_minute
+            else None,
+            confirm_tools=instance.confirm_tools,
+            confirmation_page=confirmation_page,
+            strict_schemas=config.strict_schemas,
+        ),
         exchange=tokens.exchanged if tokens is not None else None,
-        confirm_tools=instance.confirm_tools,
-        confirmation_page=confirmation_page,
-        strict_schemas=config.strict_schemas,
         receipts=receipts,
     )
 

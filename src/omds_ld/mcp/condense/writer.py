@@ -1,0 +1,131 @@
+"""The writer every part of a condensed answer is written through: the text a model reads and
+the structured form a program reads, side by side, with IRIs below the answer's own written as
+``~/…``; and the small ways values read in the text."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+def count(number: int, thing: str) -> str:
+    return f"{number} {thing}" + ("" if number == 1 else "s")
+
+
+# a value as the text shows it (JSON): json.dumps with these options makes an encoder per call
+as_json = json.JSONEncoder(ensure_ascii=False).encode
+as_compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+@dataclass(frozen=True)
+class Condensed:
+    """What the model sees (text) and what a program reads (structured)."""
+
+    text: str
+    structured: dict[str, Any]
+    # each draft the text showed whole: its IRI and a digest of what was shown
+    drafts: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def label(value: Any, language: str) -> str:
+    """A label in the wanted language, else English, else any."""
+    if isinstance(value, dict) or (not isinstance(value, str) and isinstance(value, Mapping)):
+        for key in (language, "en", "de"):
+            if key in value:
+                return str(value[key])
+        return str(next(iter(value.values()), ""))
+    return "" if value is None else str(value)
+
+
+def many(value: Any) -> list[Any]:
+    """A value that JSON-LD may write single or as an array, always as a list."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def local(iri: str) -> str:
+    return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
+
+
+@dataclass
+class Shared:
+    """What one session of the broker endpoint was shown at any of its insurers, by content: a
+    draft (its lines, IRIs below the answer's ~) or a shape's fields shown the same before, at
+    another insurer, is named, not repeated."""
+
+    drafts: dict[str, str] = dataclasses.field(default_factory=dict)  # digest → where shown
+    shapes: dict[str, str] = dataclasses.field(default_factory=dict)  # digest → where shown
+
+
+class Writer:
+    """Collects the text and the structured form side by side; what the session was shown
+    before comes in with it (``omds_ld.mcp.condense.memory``)."""
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+        self.lines: list[str] = []
+        self.data: dict[str, Any] = {}
+        self.base: str | None = None
+        self._declared_at = 0
+        self._abbreviated: list[str] = []
+        # in an inquiry's instance, attributes are named by property and nodes by what they are
+        self.by_property = False
+        self.inquired: str | None = None  # the product an inquiry's instance is of
+        self.shown_properties: set[str] = set()
+        self.absent: list[str] = []
+        # the drafts this session was shown (IRI → digest) and whether an unchanged one is only
+        # named (in the answer of an edit; a read shows it whole)
+        self.drafts_before: Mapping[str, str] = {}
+        self.name_unchanged = False
+        self.drafts: dict[str, str] = {}
+        self.shared: Shared | None = None  # a broker session's memory across its insurers
+        # the risk objects the call sent (its body, or an inquiry's instance's): one stored
+        # with the same fields is not written out again
+        self.sent: list[dict[str, Any]] = []
+        self.insurer = ""
+        # the norm's deprecated operations, each with the one to use instead ("" if none)
+        self.deprecated: Mapping[str, str] = {}
+
+    def abbreviate_below(self, base: str) -> None:
+        """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""
+        self.base = base.rstrip("/")
+        self._declared_at = len(self.lines)
+        self._abbreviated = []
+        self.line(f"~ = {self.base}")
+
+    def iri(self, iri: Any) -> str:
+        text = str(iri)
+        if self.base and (text == self.base or text.startswith(self.base + "/")):
+            self._abbreviated.append("~" + text[len(self.base) :])
+            return self._abbreviated[-1]
+        return text
+
+    def settle_abbreviation(self) -> None:
+        """An abbreviation used once costs more than it saves: the IRI is written whole."""
+        if self.base is None or len(self._abbreviated) > 1:
+            return
+        del self.lines[self._declared_at]
+        for short in self._abbreviated:
+            for index in range(self._declared_at, len(self.lines)):
+                if short in self.lines[index]:
+                    whole = self.base + short[1:]
+                    self.lines[index] = self.lines[index].replace(short, whole, 1)
+                    break
+        self.base = None
+
+    def line(self, text: str = "", indent: int = 0) -> None:
+        self.lines.append("  " * indent + text)
+
+    def missing(self, what: str) -> None:
+        """Something the norm's answer profile asks for is not in the insurer's answer."""
+        if what not in self.absent:
+            self.absent.append(what)
+
+    def report_missing(self) -> None:
+        if self.absent:
+            self.line("Not in the insurer's answer: " + "; ".join(self.absent))
+            self.data["missing"] = list(self.absent)

@@ -80,6 +80,21 @@ MISTAKES: dict[str, tuple[Callable[[Path], None], str, str]] = {
         "/",
         "lineOfBusiness",
     ),
+    "a district table that lists a code twice": (
+        lambda f: _edit(f / "registration-districts-at.yaml", "W: [W]", "W: [W, G]"),
+        "warnings",
+        "the table registration-districts-at.yaml: the code G is listed for W and St",
+    ),
+    "a district table with a value the attribute cannot have": (
+        lambda f: _edit(f / "registration-districts-at.yaml", "St: [G,", "ST: [G,"),
+        "warnings[0]",
+        "its table names 'ST', no value zulassungsbezirk may have",
+    ),
+    "a district table that is not there": (
+        lambda f: (f / "registration-districts-at.yaml").unlink(),
+        "warnings",
+        "the table registration-districts-at.yaml:",
+    ),
     "a product class no shape targets": (
         lambda f: _edit(f / PFEFFERMINZIA, "vocab#Kraftfahrt2025\n", "vocab#Kraftfahrt2026\n"),
         "class",
@@ -133,3 +148,53 @@ def test_insurer_check_reports_each_insurer(tmp_path: Path) -> None:
     bad = check(folder / "pfefferminzia")
     assert bad.returncode == 1
     assert "tariff.components.teilkasko.factors[0]" in bad.stdout
+
+
+# the plate-versus-district warning, on every code of Austria's table
+
+
+def _warnings(plate: str, district: str) -> list[str]:
+    """The warnings of a Pfefferminzia draft with this plate and this registration district."""
+    from omds_ld.insurer.draft import Draft, RiskObject
+    from omds_ld.insurer.validation import validate_draft
+    from omds_ld.norm.jsonld import expand_curie
+    from tests.insurer.test_flows import SKODA
+
+    product = load_insurers()["pfefferminzia"].products["kraftfahrt-2025"]
+    values = {expand_curie(k): v for k, v in SKODA.items() if k != "@type"}
+    values[expand_curie("p:licensePlate")] = plate
+    draft = Draft.default(product).with_attributes({("", "zulassungsbezirk"): district})
+    draft = draft.with_risk_object(RiskObject("1", expand_curie("p:Vehicle"), values))
+    report = validate_draft(product, draft, "https://pfefferminzia.example/cases/x/draft")
+    return [r.messages["en"] for r in report.results if r.severity.endswith("Warning")]
+
+
+def _table() -> dict[str, list[str]]:
+    import yaml
+
+    path = builtin_insurers_folder() / "registration-districts-at.yaml"
+    return dict(yaml.safe_load(path.read_text("utf-8")))
+
+
+@pytest.mark.parametrize(
+    ("state", "code"), [(s, c) for s, codes in _table().items() for c in codes]
+)
+def test_every_district_code_goes_with_its_state_and_no_other(state: str, code: str) -> None:
+    assert _warnings(f"{code}-12345A", state) == [], "a right pair is never a contradiction"
+    other = "W" if state != "W" else "T"
+    said = _warnings(f"{code}-12345A", other)
+    assert said == [
+        f"The number plate {code}-12345A is of {state}, not of the registration district "
+        f"{other}: is the district right?"
+    ]
+
+
+def test_graz_in_styria_and_eisenstadt_in_burgenland_are_right() -> None:
+    """The two pairs real runs were told contradicted each other (G is not St, E is not B)."""
+    assert _warnings("G-12345A", "St") == []
+    assert _warnings("E-12345A", "B") == []
+    assert _warnings("W-12345A", "W") == []
+
+
+def test_a_plate_of_no_district_in_the_table_is_never_said_to_contradict() -> None:
+    assert _warnings("BP-12345", "W") == [], "a federal authority's plate (Bundespolizei)"

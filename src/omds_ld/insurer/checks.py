@@ -47,7 +47,8 @@ class ProductFacts:
     attributes: Mapping[str, Mapping[str, Field]]  # component id ("" the root) → name → field
     risk_fields: Mapping[str, Field]
     tariff: Tariff
-    warnings: tuple[tuple[str, str], ...] = ()  # each warning's risk object field and attribute
+    # each warning's risk object field and attribute, and the attribute's values its table names
+    warnings: tuple[tuple[str, str, frozenset[str]], ...] = ()
 
 
 def _field_of(facts: ProductFacts, source: Source, component: str) -> Field | None:
@@ -144,9 +145,17 @@ def check_product(facts: ProductFacts) -> list[Finding]:
                 facts, Source("riskObject", name), "", f"tariff.taxes[{index}].exempt"
             )
     findings += _unlabelled_values(facts)
-    for index, (field, attribute) in enumerate(facts.warnings):
-        findings += _input_findings(facts, Source("riskObject", field), "", f"warnings[{index}]")
-        findings += _input_findings(facts, Source("attribute", attribute), "", f"warnings[{index}]")
+    for index, (field, attribute, values) in enumerate(facts.warnings):
+        key = f"warnings[{index}]"
+        findings += _input_findings(facts, Source("riskObject", field), "", key)
+        findings += _input_findings(facts, Source("attribute", attribute), "", key)
+        admissible = getattr(facts.attributes.get("", {}).get(attribute), "in_values", None)
+        for value in sorted(values - {str(v) for v in admissible or ()} if admissible else ()):
+            findings.append(
+                Finding(
+                    facts.file, key, f"its table names {value!r}, no value {attribute} may have"
+                )
+            )
     return findings
 
 
@@ -179,5 +188,7 @@ def product_facts(file: str, raw: Mapping[str, Any], product: Any) -> ProductFac
         attributes={node.id: {a.local_name: a for a in node.attributes} for node in product.nodes},
         risk_fields={f.local_name: f for f in product.risk_object.shape.fields},
         tariff=product.tariff,
-        warnings=tuple((r.risk_field, r.attribute) for r in product.warnings),
+        warnings=tuple(
+            (r.risk_field, r.attribute, frozenset(r.table.values())) for r in product.warnings
+        ),
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from omds_ld.insurer.rules import (
     ApplicationRules,
     WarningRule,
     parse_application_rules,
+    parse_table,
     parse_warning_rules,
 )
 from omds_ld.insurer.tariff import Tariff
@@ -177,7 +178,11 @@ def _subgraph(graph: Graph, shape_iris: list[str]) -> Graph:
 
 
 def _product(
-    base: str, raw: Mapping[str, Any], shapes: Mapping[str, NodeShape], graph: Graph
+    base: str,
+    raw: Mapping[str, Any],
+    shapes: Mapping[str, NodeShape],
+    graph: Graph,
+    tables: Callable[[str], Mapping[str, str]],
 ) -> Product:
     by_class = {s.target_class: s for s in shapes.values() if s.target_class}
     iri = f"{base}products/{raw['id']}"
@@ -229,8 +234,21 @@ def _product(
         tariff=Tariff.parse(raw["tariff"]),
         validator=ShapeValidator(_subgraph(graph, [*needed, risk_shape.iri])),
         risk_validator=ShapeValidator(_subgraph(graph, [risk_shape.iri])),
-        warnings=parse_warning_rules(raw.get("warnings")),
+        warnings=parse_warning_rules(raw.get("warnings"), tables),
     )
+
+
+def _table(folder: Path, name: str) -> dict[str, str]:
+    """A table a product's rule names: a file of the insurer's folder, else one beside the
+    insurers' folders (data the example insurers share, such as Austria's district codes)."""
+    path = folder / name if (folder / name).is_file() else folder.parent / name
+    try:
+        raw = yamlfile.load(path.read_text("utf-8"))
+        if not isinstance(raw, Mapping):
+            raise ValueError("it is no mapping of values to lists of codes")
+        return parse_table(raw)
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise _Mistake("warnings", f"the table {name}: {error}") from None
 
 
 class _Mistake(ValueError):
@@ -285,7 +303,7 @@ def load_insurer(folder: Path) -> Insurer:
         if product_raw is None:
             continue
         try:
-            product = _product(base, product_raw, shapes, graph)
+            product = _product(base, product_raw, shapes, graph, partial(_table, folder))
         except _Mistake as mistake:
             findings.append(Finding(str(path), mistake.key, mistake.detail))
             continue

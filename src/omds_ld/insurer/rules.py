@@ -8,8 +8,9 @@ how a draft is kept.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from omds_ld.norm.jsonld import expand_curie
@@ -142,19 +143,53 @@ def parse_application_rules(raw: Mapping[str, Any] | None) -> ApplicationRules |
 
 @dataclass(frozen=True)
 class WarningRule:
-    """``riskObject``'s letters before its first hyphen must be ``attribute``'s value."""
+    """A field of the risk object and an attribute of the product's root that must agree.
+
+    ``prefix-matches``: the field's letters before its first hyphen are the attribute's value.
+    ``district-in-state``: the field's leading letters are a district's code, and ``table``
+    (code → the attribute's value: a number plate's district → its Bundesland) says which value
+    it goes with; a code the table does not list is never said to contradict."""
 
     id: str
     risk_field: str  # a field of the risk object, by its local name
     attribute: str  # an attribute of the product's root, by its local name
-    messages: Mapping[str, str]  # with {value} (the risk object's) and {attribute} (its value)
+    # with {value} (the risk object's), {attribute} (its value) and {expected} (what goes with it)
+    messages: Mapping[str, str]
+    kind: str = "prefix-matches"
+    table: Mapping[str, str] = field(default_factory=dict)
 
-    @classmethod
-    def parse(cls, raw: Mapping[str, Any]) -> WarningRule:
-        return cls(
-            str(raw["id"]), str(raw["riskObject"]), str(raw["attribute"]), dict(raw["message"])
+    def expected(self, value: object) -> str | None:
+        """The attribute's value that goes with the field's ``value`` (None: none can be told)."""
+        text = str(value)
+        if self.kind == "prefix-matches":
+            return text.split("-", 1)[0]
+        code = re.match(r"[A-Za-z]+", text)
+        return self.table.get(code.group().upper()) if code else None
+
+
+def parse_warning_rules(
+    raw: Sequence[Mapping[str, Any]] | None, tables: Callable[[str], Mapping[str, str]]
+) -> tuple[WarningRule, ...]:
+    """``warnings:`` of a product file; ``tables`` reads a table a rule names, by its file name."""
+    return tuple(
+        WarningRule(
+            str(r["id"]),
+            str(r["riskObject"]),
+            str(r["attribute"]),
+            dict(r["message"]),
+            str(r.get("rule", "prefix-matches")),
+            tables(r["table"]) if "table" in r else {},
         )
+        for r in raw or ()
+    )
 
 
-def parse_warning_rules(raw: Sequence[Mapping[str, Any]] | None) -> tuple[WarningRule, ...]:
-    return tuple(WarningRule.parse(r) for r in raw or ())
+def parse_table(raw: Mapping[str, Any]) -> dict[str, str]:
+    """A table of codes by the value they go with (``{St: [G, GU, …]}``) as code → value."""
+    table: dict[str, str] = {}
+    for value, codes in raw.items():
+        for code in codes:
+            if str(code) in table:
+                raise ValueError(f"the code {code} is listed for {table[str(code)]} and {value}")
+            table[str(code)] = str(value)
+    return table

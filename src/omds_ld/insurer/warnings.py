@@ -36,15 +36,15 @@ def warnings_of(
             )  # fmt: skip
             if value is None or setting is None:
                 continue
-            prefix = str(value).split("-", 1)[0]
-            if prefix == str(setting):
+            expected = rule.expected(value)
+            if expected is None or expected == str(setting):
                 continue
             found.append(
                 Result(
                     focus_node=risk_iris[risk_object.id],
                     path=path_of.get(rule.risk_field),
                     messages={
-                        language: text.format(value=value, attribute=setting)
+                        language: text.format(value=value, attribute=setting, expected=expected)
                         for language, text in rule.messages.items()
                     },
                     constraint=f"urn:omds-ld:warning:{rule.id}",

@@ -27,10 +27,12 @@ import httpcore
 import httpx
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+# the repository first, this folder not at all: its mcp.py would stand for the MCP SDK
+sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks")]
 
-from omds_ld.mcp.http_client import HttpTransport
-from tests.servers import ExampleServer
+from omds_ld.mcp.http_client import HttpTransport  # noqa: E402
+from tests.servers import ExampleServer  # noqa: E402
 
 Send = Callable[[str, str, bytes | None], Awaitable[bytes]]
 HEADERS = {"accept": "application/ld+json", "content-type": "application/ld+json"}

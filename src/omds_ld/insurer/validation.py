@@ -1,4 +1,5 @@
-"""SHACL validation of drafts and risk objects with pySHACL, against only the shapes they need."""
+"""Drafts and risk objects as RDF, validated against only the shapes they need (by the compiled
+checks of ``omds_ld.insurer.constraints``), and the product's warnings on the draft."""
 
 from __future__ import annotations
 

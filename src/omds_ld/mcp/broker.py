@@ -17,6 +17,8 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from omds_ld import __version__
 from omds_ld.mcp.catalogue import ToolSpec
@@ -38,8 +40,10 @@ from omds_ld.mcp.executor import (
     Instance,
     tool_result,
 )
+from omds_ld.mcp.prompts import ProductPrompt
 from omds_ld.norm import Norm
 
+PROMPT_SEPARATOR = "/"  # an insurer's name and its prompt's, at the broker endpoint
 NAME = ":insurers"  # the broker endpoint's key beside the connectors' names (never a name)
 INSURER = "insurer"
 
@@ -64,6 +68,8 @@ class BrokerEndpoint:
             "next steps give it.",
             on_list_tools=self._list_tools,
             on_call_tool=self.call_tool_for,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
             get_tool_input_schema=self._input_schema,
         )
         # what each session was shown at any of the insurers (the latest used last)
@@ -113,6 +119,41 @@ class BrokerEndpoint:
         ttl = min(c.tools_ttl_ms() for c in self.connectors.values())
         tools = self.tool_list(strict=wants_strict(ctx))
         return types.ListToolsResult(tools=tools, ttl_ms=ttl, _meta=norm_meta(self.norm))
+
+    # each insurer's task templates, named by the insurer ("pfefferminzia/premium-…")
+
+    async def _prompts(self, ctx: Any) -> dict[str, tuple[Connector, ProductPrompt]]:
+        found = {}
+        for name, connector in self.connectors.items():
+            for prompt in await connector.prompts(ctx):
+                found[f"{name}{PROMPT_SEPARATOR}{prompt.name}"] = (connector, prompt)
+        return found
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        prompts = []
+        for name, (connector, prompt) in (await self._prompts(ctx)).items():
+            listed = prompt.prompt(connector.instance.display_name)
+            prompts.append(listed.model_copy(update={"name": name}))
+        ttl = min(c.tools_ttl_ms() for c in self.connectors.values())
+        return types.ListPromptsResult(prompts=prompts, ttl_ms=ttl, cache_scope="public")
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        found = await self._prompts(ctx)
+        if params.name not in found:
+            raise MCPError(INVALID_PARAMS, f"no prompt {params.name}; prompts: {', '.join(found)}")
+        connector, prompt = found[params.name]
+        insurer = connector.instance.display_name
+        text = prompt.task(insurer, dict(params.arguments or {})) + (
+            f" Every tool takes {INSURER}={connector.instance.name} for {insurer}."
+        )
+        return types.GetPromptResult(
+            description=prompt.prompt(insurer).description,
+            messages=[types.PromptMessage(role="user", content=types.TextContent(text=text))],
+        )
 
     def _pick(self, arguments: Mapping[str, Any] | None) -> tuple[Connector | None, dict[str, Any]]:
         rest = dict(arguments or {})

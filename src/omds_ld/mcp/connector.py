@@ -53,6 +53,7 @@ from omds_ld.mcp.resources import (
     NORM_FILES,
     NormResources,
     list_resources,
+    not_found,
     read_resource,
     read_templates,
 )
@@ -551,11 +552,12 @@ class Connector:
                 ]
             )
         known = ", ".join(t.template for t in self.templates)
-        raise MCPError(INVALID_PARAMS, f"no resource {uri}; the insurer's are {known} and omds-ld://norm/…")  # fmt: skip
+        raise not_found(uri, f"no resource {uri}; the insurer's are {known} and omds-ld://norm/…")
 
     # a task template per product (prompts.product_prompts)
 
-    async def _prompts(self, ctx: ServerRequestContext[Any]) -> list[ProductPrompt]:
+    async def prompts(self, ctx: ServerRequestContext[Any]) -> list[ProductPrompt]:
+        """The insurer's task templates, one per product (from its product list and shapes)."""
         products = await self._read(ctx, "listProducts", {})
         shapes = []
         for step in products.get("nextSteps", []):
@@ -571,7 +573,7 @@ class Connector:
     ) -> types.ListPromptsResult:
         name = self.instance.display_name
         return types.ListPromptsResult(
-            prompts=[p.prompt(name) for p in await self._prompts(ctx)],
+            prompts=[p.prompt(name) for p in await self.prompts(ctx)],
             ttl_ms=self.tools_ttl_ms(),
             cache_scope="public",
         )
@@ -579,7 +581,7 @@ class Connector:
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        found = {p.name: p for p in await self._prompts(ctx)}
+        found = {p.name: p for p in await self.prompts(ctx)}
         prompt = found.get(params.name)
         if prompt is None:
             raise MCPError(INVALID_PARAMS, f"no prompt {params.name}; prompts: {', '.join(found)}")

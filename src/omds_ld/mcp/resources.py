@@ -83,7 +83,7 @@ class NormResources:
     def read(self, uri: str) -> types.ReadResourceResult:
         found = self.texts.get(uri)
         if found is None:  # the SDK's way for an unknown resource: invalid params
-            raise MCPError(INVALID_PARAMS, f"no resource {uri}; resources: {', '.join(self.texts)}")
+            raise not_found(uri, f"no resource {uri}; resources: {', '.join(self.texts)}")
         norm_file, text = found
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type=norm_file.mime_type, text=text)]
@@ -155,3 +155,9 @@ def read_templates(norm: Norm, insurer: str) -> list[ReadTemplate]:
             )
         )
     return found
+
+
+def not_found(uri: str, message: str) -> MCPError:
+    """A resource nobody serves: Invalid Params with the URI in ``data`` (SEP-2164), never an
+    empty result."""
+    return MCPError(INVALID_PARAMS, message, {"uri": uri})

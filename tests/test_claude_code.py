@@ -131,3 +131,11 @@ def test_with_authorization_claude_code_needs_one_login_per_server(
         "disrupto": "! Needs authentication",
         "angloamerican": "! Needs authentication",
     }
+
+
+def test_the_operators_page_shows_the_document_these_tests_pin() -> None:
+    """docs/insurer-operator.md shows the file ``--client-document`` takes for Claude Code: the
+    one these tests give the server."""
+    text = (ROOT / "docs" / "insurer-operator.md").read_text("utf-8")
+    shown = text.split("`claude-code.json`:\n\n```json\n", 1)[1].split("```", 1)[0]
+    assert json.loads(shown) == CLAUDE_CODE

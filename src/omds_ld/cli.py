@@ -190,7 +190,7 @@ def _instance(args: argparse.Namespace) -> InstanceConfig:
     return InstanceConfig(
         name=args.name, display_name=args.display_name or args.name, api=args.api,
         language=args.language or "en", headers=headers, token=args.token,
-        disabled_tools=tuple(args.disable_tool or ()),
+        disabled_tools=tuple(args.disable_tool or ()), website=args.website, icon=args.icon,
     )  # fmt: skip
 
 
@@ -388,7 +388,7 @@ def _write_html(rows: Any, path: str) -> None:
 
 
 def _tools_diff(args: argparse.Namespace) -> int:
-    from omds_ld.contract.sources import contract_of, token_counter
+    from omds_ld.contract.sources import TOKENS_HINT, contract_of, token_counter
     from omds_ld.contract.tools import diff, exit_code, report_text
 
     async def both() -> Any:
@@ -406,17 +406,17 @@ def _tools_diff(args: argparse.Namespace) -> int:
     if args.json != "-":
         print(report_text(result, args.allow_breaking))
         if counter is None and not args.no_tokens:
-            print("tokens not counted: pip install 'omds-ld[norm]' (tiktoken)")
+            print(f"tokens not counted: {TOKENS_HINT}")
     return exit_code(result, args.allow_breaking)
 
 
 def _norm_gate(args: argparse.Namespace) -> int:
     from omds_ld.contract.gate import GateOptions, run_gate, write_report
-    from omds_ld.contract.sources import token_counter
+    from omds_ld.contract.sources import TOKENS_HINT, token_counter
 
     count = token_counter()
     if count is None:
-        raise ConfigError("the gate counts tokens with tiktoken: pip install 'omds-ld[norm]'")
+        raise ConfigError(f"the gate counts tokens with tiktoken: {TOKENS_HINT}")
     options = GateOptions(
         against=args.against,
         norm=args.norm,
@@ -708,6 +708,10 @@ def _add_mcp(commands: Commands) -> None:
     add("--name", help="the instance's name (the server name clients see)")
     add("--display-name", help="the insurer's display name")
     add("--language", help="language of labels in answers (de, en; default en)")
+    add("--website", help="the insurer's website, which a client shows beside the server")
+    add(
+        "--icon", help="the insurer's icon, an https URL (or a data:image/… URI), for its tools too"
+    )
     add("--token", help="bearer token for the insurer's interface")
     add("--receipt-key", metavar="PEM", help=RECEIPT_KEY)
     add("--header", action="append", help="further header for the insurer, NAME=VALUE")
@@ -929,12 +933,58 @@ COMMANDS: tuple[Callable[[Commands], None], ...] = (
 )  # fmt: skip
 
 
+# what each command's --help ends with: how it is used, as the docs use it
+EXAMPLES = {
+    "": """examples:
+  omds-ld serve                                   the example insurers, their MCP servers, the chat page
+  omds-ld mcp --stdio --api URL --name NAME       the MCP server of the norm in front of an insurer
+  omds-ld scenario run                            the shipped scenarios with the reference agent
+  omds-ld check-insurer --api URL                 an insurer's interface against the norm
+  omds-ld tools diff 0.1.0 current                what a change of the norm does to the tools""",
+    "serve": """examples:
+  omds-ld serve                                   on 127.0.0.1:9092, store ./omds-ld.sqlite3
+  omds-ld serve --port 9100 --database /tmp/demo.sqlite3
+  omds-ld serve --require-token                   every MCP call with a token of its login
+  ANTHROPIC_API_KEY=… omds-ld serve --chat-model anthropic:claude-sonnet-4-5""",
+    "mcp": """examples:
+  omds-ld mcp --stdio --api http://127.0.0.1:9092/omds-ld/insurers/pfefferminzia/api \\
+      --name pfefferminzia --receipt-key key.pem  a desktop client starts it (claude mcp add …)
+  omds-ld mcp --http --config mcp.toml            several insurers, one process, Streamable HTTP
+  omds-ld mcp --http --api URL --name NAME --no-auth --port 9093""",
+    "scenario": """examples:
+  omds-ld scenario run                            every shipped scenario, the reference agent
+  omds-ld scenario run my.yaml --runs 10 --out runs/ --agent anthropic:claude-sonnet-4-5
+  omds-ld scenario grade runs/*.jsonl --html report.html""",
+    "check-insurer": """examples:
+  omds-ld check-insurer --api http://127.0.0.1:9092/omds-ld/insurers/pfefferminzia/api
+  omds-ld check-insurer --api URL --token … --json report.json""",
+    "tools": """examples:
+  omds-ld tools diff 0.1.0 current                a kept release against the norm worked on
+  omds-ld tools diff http://127.0.0.1:9092/omds-ld/insurers/pfefferminzia/mcp current""",
+    "norm": """examples:
+  omds-ld norm gate                               diff, scenarios, budgets, conformance
+  omds-ld norm gate --skip conformance --scenario pfefferminzia-skoda""",
+    "auth": """examples:
+  omds-ld auth add-client --name "Alpha's software house" --broker alpha
+  omds-ld auth receipt-key --out receipt.pem --jwks receipt.jwks""",
+    "insurer": """examples:
+  omds-ld insurer check my-insurers/              every mistake of an insurer's data, by file and key""",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="omds-ld", description="OMDS LD for AI agents")
+    parser = argparse.ArgumentParser(
+        prog="omds-ld", description="OMDS LD for AI agents", epilog=EXAMPLES[""],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"omds-ld {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(commands)
+    for name, command in commands.choices.items():
+        if name in EXAMPLES:
+            command.epilog = EXAMPLES[name]
+            command.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
 
 

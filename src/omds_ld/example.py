@@ -30,7 +30,7 @@ from omds_ld.auth.tokens import SCOPES, TOKEN_EXCHANGE, check, key_id
 from omds_ld.chat.app import ChatPage
 from omds_ld.chat.conversations import Conversations
 from omds_ld.chat.login import Logins, LoginSettings
-from omds_ld.insurer.app import Interfaces, TokenCheck, api_base
+from omds_ld.insurer.app import Interfaces, TokenCheck, api_base, icon_path
 from omds_ld.insurer.config import ServerConfig
 from omds_ld.insurer.data import ANONYMOUS, Insurer, load_insurers
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
@@ -285,7 +285,8 @@ class ExampleApp:
             instances=tuple(
                 InstanceConfig(
                     name=name, display_name=insurer.display_name, api=base + api_base(name),
-                    language=insurer.language,
+                    language=insurer.language, website=insurer.website,
+                    icon=base + icon_path(name, insurer.icon[0]) if insurer.icon else None,
                 )
                 for name, insurer in self.insurers.items()
             ),

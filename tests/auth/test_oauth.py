@@ -585,3 +585,50 @@ def test_the_broker_endpoint_calls_the_insurer_as_the_broker_whose_token_it_chec
     )  # fmt: skip
     assert entry["broker"] == "maklerbuero-alpha"
     assert "the token is not for this resource" in repr(refused), refused
+
+
+def test_an_added_client_presents_its_secret_either_way_the_metadata_advertises(
+    secured: ExampleServer,
+) -> None:
+    """``auth add-client``'s client: its secret by HTTP Basic or in the form
+    (client_secret_basic, client_secret_post, both advertised); a wrong secret is refused."""
+    client = _added_client(secured, "--name", "a software house", "--broker", "alpha")
+    advertised = httpx.get(f"{secured.url}/.well-known/oauth-authorization-server/oauth").json()
+    assert {"client_secret_basic", "client_secret_post"} <= set(
+        advertised["token_endpoint_auth_methods_supported"]
+    )
+    token_url = f"{secured.url}/oauth/token"
+    grant = {
+        "grant_type": "client_credentials",
+        "scope": "omds-ld.read",
+        "resource": secured.api("pfefferminzia"),
+    }
+    basic = httpx.post(token_url, data=grant, auth=(client["client_id"], client["client_secret"]))
+    posted = httpx.post(token_url, data={**grant, "client_id": client["client_id"],
+                                         "client_secret": client["client_secret"]})  # fmt: skip
+    wrong = httpx.post(token_url, data={**grant, "client_id": client["client_id"],
+                                        "client_secret": "not-it"})  # fmt: skip
+    assert basic.status_code == 200 and basic.json()["access_token"], basic.text
+    assert posted.status_code == 200 and posted.json()["access_token"], posted.text
+    assert wrong.status_code == 401, wrong.text
+
+
+def test_without_required_tokens_no_login_is_advertised(
+    server: ExampleServer, secured: ExampleServer
+) -> None:
+    """serve without --require-token: no protected-resource metadata (RFC 9728) for any
+    endpoint, so a client that follows it (mcp-use) never waits for a login nobody needs, and a
+    refused token's challenge names none; with --require-token it is published."""
+    for path in ("/omds-ld/insurers/pfefferminzia/mcp", "/omds-ld/insurers/mcp"):
+        assert (
+            httpx.get(f"{server.url}/.well-known/oauth-protected-resource{path}").status_code == 404
+        )
+        assert (
+            httpx.get(f"{secured.url}/.well-known/oauth-protected-resource{path}").status_code
+            == 200
+        )
+    listed = _post(server, None, SESSIONLESS_LIST, **SESSIONLESS)
+    assert listed.status_code == 200, "no token needed"
+    refused = _post(server, "not-a-token", SESSIONLESS_LIST, **SESSIONLESS)
+    if refused.status_code == 401:  # a token sent is checked; the challenge names no metadata
+        assert "resource_metadata" not in refused.headers["www-authenticate"]

@@ -55,8 +55,12 @@ def test_the_whole_gate_against_the_last_release(
     assert new["condensedRatio"] <= 0.15
     # each insurer's server, and the broker endpoint (compare-insurers-endpoint)
     assert set(new["toolsShown"]) == {"pfefferminzia", "disrupto", "angloamerican", "insurers"}
+    conformance_lines = step(report, "conformance")["lines"]
+    assert (
+        len(conformance_lines) == 4 and sum("broker endpoint" in x for x in conformance_lines) == 2
+    )
     assert all(line.startswith(("2025-11-25: pass", "2026-07-28: pass"))
-               for line in step(report, "conformance")["lines"])  # fmt: skip
+               for line in conformance_lines)  # fmt: skip
 
 
 def test_a_budget_overrun_fails_the_gate(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from omds_ld.contract.sources import last_release
@@ -290,6 +291,20 @@ def test_two_running_servers_are_compared_as_their_clients_meet_them(
     assert [c["what"] for c in described] == ["description changed"]
     assert report["tokens"]["before"] > 0 and report["tokens"]["after"] > 0
     assert "version 0.1.0 → 0.2.0 is a major step: as the rules say" in text
+
+
+@pytest.mark.parametrize("insurer", ["pfefferminzia", "disrupto"])
+def test_a_server_of_an_unchanged_norm_against_the_norm_is_unchanged(
+    server: ExampleServer, insurer: str
+) -> None:
+    """The docs' example, ``tools diff URL current``: a draft insurer lists no inquiry tools,
+    an insurer without a draft no draft tools; against the norm being worked on, the server is
+    compared as it lists the norm's tools, and nothing is added or removed."""
+    code, report, text = tools_diff(server.mcp(insurer), "current")
+    assert code == 0, text
+    assert {t["status"] for t in report["tools"]} == {"unchanged"}, [
+        (t["tool"], t["status"]) for t in report["tools"] if t["status"] != "unchanged"
+    ]
 
 
 def test_a_release_keeps_the_norms_files_as_their_version_and_never_replaces_one(

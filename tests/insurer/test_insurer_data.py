@@ -30,6 +30,17 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 
 PFEFFERMINZIA = "pfefferminzia/kraftfahrt-2025.yaml"
+TABLE = "registration-districts-at.yaml"
+
+
+def _own_table(folder: Path) -> Path:
+    """The package's district table, copied into Pfefferminzia's folder (where it is read
+    first), to be edited there."""
+    own = folder / "pfefferminzia" / TABLE
+    shutil.copy(Path(str(builtin_insurers_folder().parent / "tables" / TABLE)), own)
+    return own
+
+
 MISTAKES: dict[str, tuple[Callable[[Path], None], str, str]] = {
     "a misspelt attribute": (
         lambda f: _edit(f / PFEFFERMINZIA, "attribute: bonusMalusStufe", "attribute: bonusMalus"),
@@ -81,19 +92,19 @@ MISTAKES: dict[str, tuple[Callable[[Path], None], str, str]] = {
         "lineOfBusiness",
     ),
     "a district table that lists a code twice": (
-        lambda f: _edit(f / "registration-districts-at.yaml", "W: [W]", "W: [W, G]"),
+        lambda f: _edit(_own_table(f), "W: [W]", "W: [W, G]"),
         "warnings",
         "the table registration-districts-at.yaml: the code G is listed for W and St",
     ),
     "a district table with a value the attribute cannot have": (
-        lambda f: _edit(f / "registration-districts-at.yaml", "St: [G,", "ST: [G,"),
+        lambda f: _edit(_own_table(f), "St: [G,", "ST: [G,"),
         "warnings[0]",
         "its table names 'ST', no value zulassungsbezirk may have",
     ),
     "a district table that is not there": (
-        lambda f: (f / "registration-districts-at.yaml").unlink(),
+        lambda f: _edit(f / PFEFFERMINZIA, "table: registration-districts-at.yaml", "table: at.yaml"),
         "warnings",
-        "the table registration-districts-at.yaml:",
+        "the table at.yaml:",
     ),
     "a product class no shape targets": (
         lambda f: _edit(f / PFEFFERMINZIA, "vocab#Kraftfahrt2025\n", "vocab#Kraftfahrt2026\n"),
@@ -172,7 +183,7 @@ def _warnings(plate: str, district: str) -> list[str]:
 def _table() -> dict[str, list[str]]:
     import yaml
 
-    path = builtin_insurers_folder() / "registration-districts-at.yaml"
+    path = builtin_insurers_folder().parent / "tables" / TABLE
     return dict(yaml.safe_load(path.read_text("utf-8")))
 
 

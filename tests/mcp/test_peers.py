@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from omds_ld.contract.conformance import ERAS, run_suite
+from omds_ld.contract.conformance import ERAS, not_run, required, results, run_suite
 from omds_ld.mcp.condense import ANSWER_META, answer_of
 from tests.servers import ExampleServer
 
@@ -108,13 +108,39 @@ def test_inspector_lists_and_calls_tools_over_stdio(server: ExampleServer, tmp_p
     assert ANSWER_META not in (result.get("_meta") or {})
 
 
+@pytest.mark.parametrize("endpoint", ["pfefferminzia", "insurers"])
 @pytest.mark.parametrize("era", ERAS)
-def test_conformance_suite_passes_all_but_its_baseline_in_both_eras(
-    server: ExampleServer, era: str
+def test_conformance_suite_passes_what_each_revision_requires_but_its_baseline(
+    server: ExampleServer, era: str, endpoint: str
 ) -> None:
+    """``--requirements ERA`` against an insurer's MCP server and the broker endpoint: every
+    scenario the revision requires ran, and passed but for the baseline's entries (each with
+    its reason); the two that pass only against the suite's fixture tools are not counted."""
     node_tool("conformance")  # fails the test where the suite is not installed
-    outcome = run_suite(server.mcp("pfefferminzia"), era, ROOT / "tools" / "node")
+    url = server.mcp(endpoint) if endpoint != "insurers" else server.url + "/omds-ld/insurers/mcp"
+    outcome = run_suite(url, era, ROOT / "tools" / "node")
     assert outcome.passed, outcome.detail
+    assert "tools-call-error, tools-call-simple-text not counted" in outcome.detail
+
+
+def test_a_required_scenario_that_did_not_run_fails_the_run(tmp_path: Path) -> None:
+    """What each revision requires is the suite's own list; a required scenario without results,
+    or whose every check was skipped, is named (a run that skipped it proves nothing)."""
+    listing = subprocess.run(
+        [*node_tool("conformance"), "list", "--server", "--requirements", "2026-07-28"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)},
+    ).stdout  # fmt: skip
+    scenarios = required(listing)
+    assert {"server-stateless", "caching", "sep-2164-resource-not-found"} <= set(scenarios)
+    assert sum(s.startswith("input-required-result-") for s in scenarios) == 14
+    ran = tmp_path / "results"
+    for scenario in scenarios:
+        folder = ran / f"server-{scenario}-2026-12-06T20-05-52-576Z"
+        folder.mkdir(parents=True)
+        status = "SKIPPED" if scenario == "caching" else "SUCCESS"
+        (folder / "checks.json").write_text(json.dumps([{"id": scenario, "status": status}]))
+    (ran / "server-server-stateless-2026-12-06T20-05-52-576Z" / "checks.json").unlink()
+    assert not_run(scenarios, results(ran)) == ["server-stateless", "caching"]
 
 
 def test_google_genai_loads_every_tool_of_every_endpoint(server: ExampleServer) -> None:
@@ -140,3 +166,27 @@ def test_google_genai_loads_every_tool_of_every_endpoint(server: ExampleServer) 
                 tool.input_schema["properties"]
             ), tool.name
             assert list(parameters.required or []) == tool.input_schema["required"], tool.name
+
+
+MCP_USE = ROOT / "tools" / "mcp-use"
+
+
+@pytest.mark.parametrize("endpoint", ["pfefferminzia", "insurers"])
+def test_mcp_use_lists_the_tools_at_once_where_no_login_is_required(
+    server: ExampleServer, endpoint: str, tmp_path: Path
+) -> None:
+    """mcp-use (1.7, its default configuration, in its own environment: it needs the MCP SDK
+    1.x) against ``serve`` without --require-token: it lists the tools, never waiting for an
+    OAuth login in a browser (it did for 300 s while the endpoints published protected-resource
+    metadata with tokens optional)."""
+    python = MCP_USE / ".venv" / "bin" / "python"
+    if not python.exists():
+        pytest.fail(f"{python} is missing: the README's test command installs mcp-use there")
+    url = server.mcp(endpoint) if endpoint != "insurers" else server.url + "/omds-ld/insurers/mcp"
+    env = {**os.environ, "HOME": str(tmp_path), "MCP_USE_ANONYMIZED_TELEMETRY": "false"}
+    listed = subprocess.run(
+        [str(python), str(MCP_USE / "list_tools.py"), url],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert {"listProducts", "createCalculation"} <= set(listed.stdout.split()), listed.stdout

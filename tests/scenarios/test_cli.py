@@ -38,3 +38,22 @@ def test_an_unknown_agent_is_refused_with_what_exists() -> None:
     )  # fmt: skip
     assert result.returncode != 0
     assert "reference, anthropic:MODEL or openai:MODEL" in result.stderr
+
+
+def test_every_example_of_the_help_is_a_command_line_the_cli_takes() -> None:
+    """Each command's --help ends with examples; each parses as it is written (no flag that is
+    not there, no value missing)."""
+    import re
+    import shlex
+
+    from omds_ld.cli import EXAMPLES, build_parser
+
+    parser = build_parser()
+    lines = []
+    for text in EXAMPLES.values():
+        joined = text.replace("\\\n", " ")
+        lines += [line.strip() for line in joined.splitlines() if "omds-ld " in line]
+    assert len(lines) >= 20
+    for line in lines:
+        command = re.split(r"\s{2,}", line.split("omds-ld ", 1)[1])[0]
+        parser.parse_args(shlex.split(command))  # SystemExit (exit 2) on a wrong line

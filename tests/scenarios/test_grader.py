@@ -510,3 +510,21 @@ def test_the_protocol_keeps_every_field_of_its_scenario(path: Path) -> None:
     scenario = dataclasses.replace(scenario, application_at=at, path=None, inquire=False)
     kept = parse_scenario(json.loads(json.dumps(_scenario_snapshot(scenario))))
     assert kept == scenario
+
+
+def test_the_persons_confirmation_is_no_inadmissible_call(applied: dict[str, Protocol]) -> None:
+    """The binding call that waits for the person (confirmation-required), and the one the
+    person declined, are how binding goes: the protocol never marks them inadmissible, and the
+    report counts no inadmissible call in a run that did everything right."""
+    from omds_ld.scenarios.report import metrics
+
+    for name in ("pfefferminzia-application", "pfefferminzia-application-declined"):
+        protocol = applied[name]
+        asked = [
+            e for e in protocol
+            if e.get("event") == TOOL_CALL and e.get("is_error")
+            and "confirmation-" in str(answer_of(e["mcp.tool.result"]).get("problem", {}))
+        ]  # fmt: skip
+        assert asked, f"{name}: the person was asked"
+        assert all("inadmissible" not in e for e in asked)
+        assert metrics(protocol).inadmissible == 0

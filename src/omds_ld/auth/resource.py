@@ -70,6 +70,7 @@ class ResourceGuard:
         name: str = "",
         read_scope: str = READ,
         write_scope: str = WRITE,
+        published: bool = True,
     ) -> None:
         # every call needs ``read_scope``; one that creates or edits ``write_scope`` too
         self.read_scope, self.write_scope = read_scope, write_scope
@@ -79,6 +80,9 @@ class ResourceGuard:
         self.keys = keys
         self.name = name
         self.metadata_url = metadata_url(resource)
+        # whether its metadata is published (RFC 9728), and so named in a challenge: only where
+        # tokens are required, else a client takes the metadata for a login it must make first
+        self.published = published
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -91,7 +95,9 @@ class ResourceGuard:
         }
 
     def _challenge(self, error: str | None = None, description: str = "") -> str:
-        parts = [f'resource_metadata="{self.metadata_url}"', f'scope="{" ".join(self.scopes)}"']
+        parts = [f'scope="{" ".join(self.scopes)}"']
+        if self.published:
+            parts.insert(0, f'resource_metadata="{self.metadata_url}"')
         if error:
             parts.insert(0, f'error="{error}"')
             if description:

@@ -146,10 +146,13 @@ class Client(ClientMixin):  # type: ignore[misc]
         return bool(AuthStore.secret_matches(self.secret_hash, client_secret))
 
     def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
-        if endpoint in ("token", "revocation"):  # as it registered: a secret, or none
-            return bool(
-                method == self.metadata.get("token_endpoint_auth_method", "client_secret_basic")
-            )
+        """At the token and revocation endpoints: a public client without a secret, a client
+        with a secret by either way the metadata advertises (Basic or in the form)."""
+        if endpoint in ("token", "revocation"):
+            registered = self.metadata.get("token_endpoint_auth_method", "client_secret_basic")
+            if registered in SECRET_METHODS:
+                return method in SECRET_METHODS
+            return bool(method == registered)
         return True
 
     def check_response_type(self, response_type: str) -> bool:
@@ -521,6 +524,10 @@ class _Metadata(ClientMetadataClaims):  # type: ignore[misc]
             problem = redirect_uri_problem(uri)
             if problem:
                 raise InvalidRedirectURIError(problem)
+
+
+# the ways a client with a secret may present it, as the metadata advertises them
+SECRET_METHODS = frozenset({"client_secret_basic", "client_secret_post"})
 
 
 class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]

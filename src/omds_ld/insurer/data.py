@@ -137,6 +137,9 @@ class Insurer:
     application_process: Mapping[str, str] = field(default_factory=dict)
     # where its day is measured: its today, a contract's earliest start, an offer's validity
     time_zone: str = "Europe/Vienna"
+    # how a client shows the insurer: its website, its icon (the file's name and content)
+    website: str | None = None
+    icon: tuple[str, bytes] | None = None
 
     def product_by_iri(self, iri: str) -> Product | None:
         return next((p for p in self.products.values() if p.iri == iri), None)
@@ -238,10 +241,25 @@ def _product(
     )
 
 
+def _icon(folder: Path, name: str | None) -> tuple[str, bytes] | None:
+    """The insurer's icon: its file's name and content (served beside its interface)."""
+    if name is None:
+        return None
+    try:
+        return name, (folder / name).read_bytes()
+    except OSError as error:
+        raise InsurerDataError(
+            [Finding(str(folder / "insurer.yaml"), "/icon", f"{name}: {error.strerror}")]
+        ) from None
+
+
 def _table(folder: Path, name: str) -> dict[str, str]:
-    """A table a product's rule names: a file of the insurer's folder, else one beside the
-    insurers' folders (data the example insurers share, such as Austria's district codes)."""
-    path = folder / name if (folder / name).is_file() else folder.parent / name
+    """A table a product's rule names: a file of the insurer's folder, else one of the tables
+    shipped with the package (``omds_ld/insurer/tables``: Austria's district codes), so that an
+    insurer's folder copied anywhere keeps its rules."""
+    path = folder / name
+    if not path.is_file():
+        path = Path(str(resources.files("omds_ld.insurer").joinpath("tables", name)))
     try:
         raw = yamlfile.load(path.read_text("utf-8"))
         if not isinstance(raw, Mapping):
@@ -329,6 +347,8 @@ def load_insurer(folder: Path) -> Insurer:
         applications=rules,
         application_process=raw["processKnowledge"].get("applications", {}),
         time_zone=_time_zone(folder / "insurer.yaml", raw.get("timeZone", "Europe/Vienna")),
+        website=raw.get("website"),
+        icon=_icon(folder, raw.get("icon")),
     )
 
 

@@ -25,9 +25,11 @@ from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.condense import Shared, condense_problem
 from omds_ld.mcp.connector import (
     INSTRUCTIONS,
+    NORM_ICON,
     Connector,
     Context,
     NormServer,
+    icon_of,
     norm_meta,
     session_id,
     tool_of,
@@ -63,6 +65,7 @@ class BrokerEndpoint:
             version=__version__,
             title="Insurers (OMDS LD)",
             description="The MCP server of the OMDS LD norm in front of several insurers",
+            icons=[icon_of(NORM_ICON)],
             instructions=INSTRUCTIONS.format(insurer=f"several insurers: {listing}")
             + f" Every tool takes `{INSURER}`, the name of the insurer to call; every answer's "
             "next steps give it.",

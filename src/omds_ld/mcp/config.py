@@ -32,6 +32,11 @@ class InstanceConfig:
     # tools that wait for the person's yes besides the norm's binding operations
     # (createApplication), for instance createOffer where an offer binds the customer too
     confirm_tools: tuple[str, ...] = ()
+    # what a client shows of the insurer (serverInfo websiteUrl and icons; its tools' icons):
+    # its website, and an icon (an https URL, or a data: URI of an image: it goes with every
+    # tool of every listing, so a URL keeps listings lean)
+    website: str | None = None
+    icon: str | None = None
 
     def __post_init__(self) -> None:
         if not NAME.fullmatch(self.name):
@@ -40,6 +45,17 @@ class InstanceConfig:
             )
         if not self.api.startswith(("http://", "https://")):
             raise ConfigError(f"instance {self.name}: api is an http(s) URL, not {self.api!r}")
+        if self.website is not None and not self.website.startswith(("https://", "http://")):
+            raise ConfigError(
+                f"instance {self.name}: website is an http(s) URL, not {self.website!r}"
+            )
+        if self.icon is not None and not self.icon.startswith(
+            ("https://", "http://", "data:image/")
+        ):
+            raise ConfigError(
+                f"instance {self.name}: icon is an https URL (http on loopback) or a data:image/… "
+                f"URI, not {self.icon[:60]!r}"
+            )
         if "@" in urlsplit(self.api).netloc:
             raise ConfigError(
                 f"instance {self.name}: api names no user or password (they would not be "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextvars
 import json
 import logging
@@ -52,6 +53,7 @@ from omds_ld.mcp.resources import (
     LIST_TTL_MS,
     NORM_FILES,
     NormResources,
+    list_resource_templates,
     list_resources,
     not_found,
     read_resource,
@@ -112,6 +114,7 @@ class NormServer(Server[Any]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("on_list_resources", list_resources)
+        kwargs.setdefault("on_list_resource_templates", list_resource_templates)
         kwargs.setdefault("on_read_resource", read_resource)
         super().__init__(*args, **kwargs)
 
@@ -212,6 +215,8 @@ class Connector:
         self._strict_catalogues: dict[
             tuple[bool | None, frozenset[str] | None], list[types.Tool]
         ] = {}
+        # the insurer's icon on its tools, where it gives one (a host shows whose tool it is)
+        self.tool_icons = [icon_of(instance.icon)] if instance.icon else None
         self.server = self._server()
         self.templates = read_templates(norm, instance.name)
         # the files of the norm version its tools are made of
@@ -226,6 +231,8 @@ class Connector:
             title=f"{instance.display_name} (OMDS LD)",
             description=f"The MCP server of the OMDS LD norm in front of {instance.display_name}",
             instructions=INSTRUCTIONS.format(insurer=instance.display_name),
+            website_url=instance.website,
+            icons=[icon_of(instance.icon or NORM_ICON)],
             on_list_tools=self._list_tools,
             on_call_tool=self.call_tool_for,
             on_list_resources=self._list_resources,
@@ -375,13 +382,12 @@ class Connector:
         listed = self._strict_catalogues.get(key)
         if listed is None:
             listed = self._strict_catalogues[key] = [
-                tool_of(spec, spec.strict_schema) for spec in self.specs.values()
+                tool_of(spec, spec.strict_schema, self.tool_icons) for spec in self.specs.values()
             ]
         return list(listed)
 
-    @staticmethod
-    def _describe(specs: dict[str, ToolSpec]) -> list[types.Tool]:
-        return [tool_of(spec, spec.shown_schema) for spec in specs.values()]
+    def _describe(self, specs: dict[str, ToolSpec]) -> list[types.Tool]:
+        return [tool_of(spec, spec.shown_schema, self.tool_icons) for spec in specs.values()]
 
     def _remember(self, ctx: Context) -> None:
         connection = _connection(ctx)
@@ -660,9 +666,33 @@ def norm_meta(norm: Norm) -> dict[str, Any] | None:
     return {NORM_META: str(version)} if version else None
 
 
-def tool_of(spec: ToolSpec, input_schema: Mapping[str, Any]) -> types.Tool:
-    """The MCP tool of a spec, as a client is shown it, with this input schema; its ``_meta``
-    names the operation (how a tools diff tells a renamed tool) and whether it is deprecated."""
+# the norm's mark, where an insurer gives no icon of its own: a client shows it beside the server
+NORM_ICON = (
+    "data:image/svg+xml;base64,"
+    + base64.b64encode(
+        b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" '
+        b'rx="12" fill="#1f4e79"/><text x="32" y="41" font-family="sans-serif" font-size="22" '
+        b'font-weight="bold" fill="#fff" text-anchor="middle">LD</text></svg>'
+    ).decode()
+)
+
+
+def icon_of(source: str) -> types.Icon:
+    """An icon a client can show: an https URL or a data: URI, its type where it says it."""
+    kind = source[5:].split(";", 1)[0].split(",", 1)[0] if source.startswith("data:") else None
+    if kind is None and source.lower().endswith(".svg"):
+        kind = "image/svg+xml"
+    elif kind is None and source.lower().endswith(".png"):
+        kind = "image/png"
+    return types.Icon(src=source, mime_type=kind)
+
+
+def tool_of(
+    spec: ToolSpec, input_schema: Mapping[str, Any], icons: list[types.Icon] | None = None
+) -> types.Tool:
+    """The MCP tool of a spec, as a client is shown it, with this input schema (and the
+    insurer's icon, where it gives one); its ``_meta`` names the operation (how a tools diff
+    tells a renamed tool) and whether it is deprecated."""
     operation = spec.operation
     meta: dict[str, Any] = {OPERATION_META: f"{operation.method} {operation.path}"}
     if operation.deprecated:
@@ -673,6 +703,7 @@ def tool_of(spec: ToolSpec, input_schema: Mapping[str, Any]) -> types.Tool:
         description=spec.description,
         input_schema=dict(input_schema),
         output_schema=OUTPUT_SCHEMA,
+        icons=icons,
         annotations=types.ToolAnnotations(
             title=spec.title,
             read_only_hint=spec.annotations.read_only,

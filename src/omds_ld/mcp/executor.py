@@ -95,11 +95,13 @@ BROKER_CALL: contextvars.ContextVar[BrokerCall | None] = contextvars.ContextVar(
 
 @dataclass(frozen=True)
 class Instance:
-    """Who this connector speaks for."""
+    """Who this connector speaks for, and what a client shows of it."""
 
     name: str
     display_name: str
     language: str
+    website: str | None = None
+    icon: str | None = None  # an https URL or a data: URI (SEP-973)
 
 
 def _too_long(value: Any, pointer: str, errors: list[dict[str, str]]) -> None:

@@ -98,6 +98,14 @@ async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
     return NORM_FILES.listed()
 
 
+async def list_resource_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    """``resources/templates/list`` of a server whose resources are the norm's files alone (the
+    broker endpoint): no templates, for as long as its listing may be kept."""
+    return types.ListResourceTemplatesResult(
+        resource_templates=[], ttl_ms=LIST_TTL_MS, cache_scope="public"
+    )
+
+
 async def read_resource(
     ctx: Any, params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:

@@ -50,6 +50,7 @@ from omds_ld.mcp.connector import (
     DirectSession,
     NormServer,
 )
+from omds_ld.mcp.events import RETRY_MILLISECONDS, StreamEvents
 from omds_ld.mcp.executor import Instance
 from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable, make_state, state_in_use
@@ -134,7 +135,13 @@ def _connector(
     )
     return Connector(
         norm=norm,
-        instance=Instance(instance.name, instance.display_name, instance.language),
+        instance=Instance(
+            instance.name,
+            instance.display_name,
+            instance.language,
+            instance.website,
+            instance.icon,
+        ),
         upstream=upstream,
         state=state,
         request_log=request_log,
@@ -756,6 +763,25 @@ def _method(message: Any) -> str | None:
     return str(message.get("method")) if isinstance(message, dict) else None
 
 
+def _manager(endpoint: Endpoint, http: HttpConfig) -> StreamableHTTPSessionManager:
+    """The SDK's session manager of one endpoint: its Host and Origin rules, its sessions' idle
+    time, JSON answers where nothing streams, every SSE stream primed with an event id and a
+    retry interval (SEP-1699)."""
+    return StreamableHTTPSessionManager(
+        app=endpoint.server,
+        security_settings=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=http.hosts,
+            allowed_origins=http.origins,
+        ),
+        session_idle_timeout=http.session_binding_seconds,
+        json_response=True,
+        max_request_body_size=http.max_body_bytes,
+        event_store=StreamEvents(),
+        retry_interval=RETRY_MILLISECONDS,
+    )
+
+
 class McpHosting:
     """Every connector's Streamable HTTP endpoint, for mounting in a Starlette app."""
 
@@ -793,23 +819,11 @@ class McpHosting:
                     base + self.paths[name], self.auth.issuer, keys,
                     name=endpoint.instance.display_name,
                     read_scope=self.auth.read_scope, write_scope=self.auth.write_scope,
+                    published=self.auth.mode == "required",
                 )
                 for name, endpoint in self.endpoints.items()
             }  # fmt: skip
-        self.managers = {
-            name: StreamableHTTPSessionManager(
-                app=endpoint.server,
-                security_settings=TransportSecuritySettings(
-                    enable_dns_rebinding_protection=True,
-                    allowed_hosts=http.hosts,
-                    allowed_origins=http.origins,
-                ),
-                session_idle_timeout=http.session_binding_seconds,
-                json_response=True,
-                max_request_body_size=http.max_body_bytes,
-            )
-            for name, endpoint in self.endpoints.items()
-        }
+        self.managers = {name: _manager(e, http) for name, e in self.endpoints.items()}
         for manager in self.managers.values():
             hibernation.prepare(manager)
         self.state = state
@@ -850,6 +864,8 @@ class McpHosting:
             confirmations = Confirmations(self.state, page)
             routes += ConfirmationPage(confirmations, login, guards, self.page_http, page).routes()
         for name, guard in self.guards.items():  # RFC 9728: where each endpoint says who it trusts
+            if not guard.published:  # tokens optional: no client is sent to log in first
+                continue
             routes.append(
                 Route(
                     f"/.well-known/oauth-protected-resource{self.paths[name]}",

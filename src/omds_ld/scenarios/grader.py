@@ -29,6 +29,8 @@ Protocol = Sequence[Mapping[str, Any]]
 # The kinds of operation that change a business case (``x-omds-ld`` kind in the norm's file)
 CHANGING_KINDS = frozenset({"create", "edit"})
 IRI = re.compile(r"https?://[^\s\"'<>,)]+")
+# problem types of a binding call that are the person's part, never inadmissible calls
+THE_PERSONS = frozenset({"confirmation-required", "confirmation-declined"})
 
 
 @dataclass(frozen=True)
@@ -216,10 +218,14 @@ def inadmissible(
 ) -> str | None:
     """What makes a call inadmissible, for the protocol and the report: ``not offered`` (an edit
     no earlier answer of its server offered), ``refused`` (the server or the insurer refused it:
-    a 4xx problem); None for an admissible call."""
+    a 4xx problem); None for an admissible call. A binding call that waits for the person, or
+    that the person declined, is the way binding goes, not the agent's mistake."""
     if is_edit(tool) and not was_offered(offered, tool, arguments):
         return "not offered"
-    status = int(content.get("status") or (content.get("problem") or {}).get("status") or 0)
+    problem = content.get("problem") or {}
+    status = int(content.get("status") or problem.get("status") or 0)
+    if str(problem.get("type", "")).rsplit("/", 1)[-1] in THE_PERSONS:
+        return None
     if is_error and 400 <= status < 500:
         return "refused"
     return None

@@ -171,8 +171,8 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
     openapi = _norm_openapi(args)
     if openapi is not None:
         config = replace(config, openapi=openapi)
-    if args.schemas == "strict":
-        config = replace(config, strict_schemas=True)
+    if args.schemas:
+        config = replace(config, schemas=args.schemas)
     if args.http:
         config = replace(
             config, http=_http(args, config.http, **_given(args, host="host", port="port"))
@@ -723,10 +723,11 @@ def _add_mcp(commands: Commands) -> None:
     _add_norm_flags(add)
     add(
         "--schemas",
-        choices=("lean", "strict"),
-        help="the tools' input schemas: lean (default) or strict, for OpenAI's strict function "
+        choices=("lean", "strict", "gemini"),
+        help="the tools' input schemas: lean (default); strict, for OpenAI's strict function "
         "calling (every property required, optional ones nullable, the body as its JSON text); "
-        "over HTTP a client may ask for strict by its URL: …/mcp?schemas=strict",
+        "gemini, for Google's Gemini (the body as its JSON text); over HTTP a client may ask by "
+        "its URL: …/mcp?schemas=strict",
     )
     add("--request-log", help="request log (JSONL); default: stderr")
     add("--refresh-seconds", type=float, help="how often process knowledge is re-read")

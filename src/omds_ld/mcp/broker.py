@@ -33,7 +33,7 @@ from omds_ld.mcp.connector import (
     norm_meta,
     session_id,
     tool_of,
-    wants_strict,
+    variant_asked,
 )
 from omds_ld.mcp.executor import (
     BROKER_CALL,
@@ -88,8 +88,8 @@ class BrokerEndpoint:
                 offered.setdefault(tool, []).append(name)
         return offered
 
-    def _schema(self, spec: ToolSpec, strict: bool = False) -> dict[str, Any]:
-        shown = dict(spec.strict_schema if strict else spec.shown_schema)
+    def _schema(self, spec: ToolSpec, variant: str = "lean") -> dict[str, Any]:
+        shown = dict(spec.schema(variant))
         insurer: dict[str, Any] = {"type": "string"}
         if spec.name == "listProducts":  # where a task starts: which insurers there are
             insurer["enum"] = list(self.connectors)
@@ -99,15 +99,15 @@ class BrokerEndpoint:
             "required": [INSURER, *shown["required"]],
         }
 
-    def tool_list(self, strict: bool = False) -> list[types.Tool]:
-        """Each tool once, with ``insurer``; ``strict``: the strict variant of its schema."""
+    def tool_list(self, variant: str = "lean") -> list[types.Tool]:
+        """Each tool once, with ``insurer``, its schema in a variant (``catalogue.VARIANTS``)."""
         offered = self._offered()
-        key = (strict, *((tool, *names) for tool, names in offered.items()))
+        key = (variant, *((tool, *names) for tool, names in offered.items()))
         tools = self._tools.get(key)
         if tools is None:
             specs = {tool: self.connectors[names[0]].specs[tool] for tool, names in offered.items()}
             tools = self._tools[key] = [
-                tool_of(spec, self._schema(spec, strict)) for spec in specs.values()
+                tool_of(spec, self._schema(spec, variant)) for spec in specs.values()
             ]
         return list(tools)
 
@@ -120,7 +120,7 @@ class BrokerEndpoint:
         for connector in self.connectors.values():
             await connector.list_tools_for(ctx)  # each tells this session when its tools change
         ttl = min(c.tools_ttl_ms() for c in self.connectors.values())
-        tools = self.tool_list(strict=wants_strict(ctx))
+        tools = self.tool_list(variant_asked(ctx) or "lean")
         return types.ListToolsResult(tools=tools, ttl_ms=ttl, _meta=norm_meta(self.norm))
 
     # each insurer's task templates, named by the insurer ("pfefferminzia/premium-…")

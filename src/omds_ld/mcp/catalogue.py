@@ -37,6 +37,13 @@ class ToolSpec:
     annotations: Annotations
     shown_schema: Mapping[str, Any]
     strict_schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    gemini_schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def schema(self, variant: str) -> Mapping[str, Any]:
+        """The input schema a client is shown in a variant (``VARIANTS``)."""
+        if variant == "strict":
+            return self.strict_schema
+        return self.gemini_schema if variant == "gemini" else self.shown_schema
 
     @property
     def name(self) -> str:
@@ -185,6 +192,24 @@ def strict_schema(operation: Operation) -> dict[str, Any]:
     }
 
 
+def gemini_schema(operation: Operation) -> dict[str, Any]:
+    """The shown schema as Google's Gemini takes it (the ``?schemas=gemini`` variant): the body
+    as its JSON text, as in the strict variant (Gemini's schemas admit no object without
+    properties, and a body's fields are the insurer's shapes), the rest as shown (optional
+    arguments optional; no ``additionalProperties``, which google-genai's conversion cannot
+    read). The server reads the text back and checks it as always."""
+    shown = shown_schema(operation)
+    body = strict_schema(operation)["properties"].get("body")
+    if body is None:
+        return shown
+    return {**shown, "properties": {**shown["properties"], "body": body}}
+
+
+# the variants of the tools' input schemas, by the name an endpoint's URL asks for them
+# (``?schemas=strict``): lean (the default), strict (OpenAI's strict function calling), gemini
+VARIANTS = ("lean", "strict", "gemini")
+
+
 def in_process(operation: Operation, draft_at_server: bool | None) -> bool:
     """Whether the insurer's process uses the operation: the draft's operations where it keeps
     the draft, the tariff inquiry's where it keeps none; ``None`` (not known yet): every one."""
@@ -198,7 +223,14 @@ def in_process(operation: Operation, draft_at_server: bool | None) -> bool:
 def tools(norm: Norm, draft_at_server: bool | None) -> list[ToolSpec]:
     """The tools of the norm the insurer's process uses (every one while it is not known)."""
     return [
-        ToolSpec(op, input_schema(op), annotations_for(op), shown_schema(op), strict_schema(op))
+        ToolSpec(
+            op,
+            input_schema(op),
+            annotations_for(op),
+            shown_schema(op),
+            strict_schema(op),
+            gemini_schema(op),
+        )
         for op in norm.operations.values()
         if in_process(op, draft_at_server)
     ]

@@ -226,9 +226,9 @@ class McpConfig:
     calls_per_minute: float = 0.0
     call_burst: float = 60.0
     auth: AuthConfig = field(default_factory=AuthConfig)
-    # every tool listing in the strict variant (OpenAI's strict function calling); over HTTP a
-    # client may also ask for it by its endpoint URL (?schemas=strict)
-    strict_schemas: bool = False
+    # the variant of every tool listing's input schemas (lean; strict: OpenAI's strict function
+    # calling; gemini: Google's Gemini); over HTTP a client may ask by its URL (?schemas=strict)
+    schemas: str = "lean"
 
     def __post_init__(self) -> None:
         at_least("timeout_seconds", self.timeout_seconds, 0.1)
@@ -236,6 +236,8 @@ class McpConfig:
         at_least("cache_ttl_seconds", self.cache_ttl_seconds, 0)
         at_least("calls_per_minute", self.calls_per_minute, 0)
         at_least("call_burst", self.call_burst, 1)
+        if self.schemas not in ("lean", "strict", "gemini"):
+            raise ConfigError(f"schemas is lean, strict or gemini, not {self.schemas!r}")
         names = [i.name for i in self.instances]
         if len(set(names)) != len(names):
             raise ConfigError(f"instance names must differ: {', '.join(names)}")
@@ -247,7 +249,7 @@ class McpConfig:
 # the top-level keys of the file (beside its tables), by the McpConfig field each sets
 _TOP_LEVEL = frozenset(
     {"request_log", "openapi", "timeout_seconds", "cache_ttl_seconds", "refresh_seconds",
-     "calls_per_minute", "call_burst", "strict_schemas"}
+     "calls_per_minute", "call_burst", "schemas"}
 )  # fmt: skip
 _TABLES = frozenset({"http", "state", "auth", "instance"})
 SECRET_ENV = "OMDS_LD_CLIENT_SECRET"

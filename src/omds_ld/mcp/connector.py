@@ -32,6 +32,7 @@ from omds_ld.mcp.catalogue import (
     DEPRECATED_META,
     NORM_META,
     OPERATION_META,
+    VARIANTS,
     ToolSpec,
     by_name,
     tools,
@@ -144,8 +145,8 @@ class ConnectorSettings:
     rate: tuple[float, float] | None = None  # calls per second and burst, per broker
     confirm_tools: Collection[str] = ()
     confirmation_page: str | None = None
-    # every listing in the strict variant (stdio: a client that needs it has no URL to ask by)
-    strict_schemas: bool = False
+    # the variant every listing is in, where a client has no URL to ask by (stdio)
+    schemas: str = "lean"
 
 
 class Connector:
@@ -193,7 +194,7 @@ class Connector:
         # authenticate; without it calls go with the MCP server's own credentials
         self.exchange = exchange
         self.refresh_seconds = settings.refresh_seconds
-        self.strict_schemas = settings.strict_schemas
+        self.schemas = settings.schemas
         self.draft_at_server: bool | None = None
         self.unread_because: str | None = None  # why the process knowledge is not known yet
         self._checked_at = 0.0
@@ -212,9 +213,7 @@ class Connector:
             tuple[bool | None, frozenset[str] | None],
             tuple[dict[str, ToolSpec], list[types.Tool]],
         ] = {}
-        self._strict_catalogues: dict[
-            tuple[bool | None, frozenset[str] | None], list[types.Tool]
-        ] = {}
+        self._variants: dict[tuple[str, bool | None, frozenset[str] | None], list[types.Tool]] = {}
         # the insurer's icon on its tools, where it gives one (a host shows whose tool it is)
         self.tool_icons = [icon_of(instance.icon)] if instance.icon else None
         self.server = self._server()
@@ -374,15 +373,15 @@ class Connector:
         spec = self.specs.get(name)
         return None if spec is None else dict(spec.shown_schema)
 
-    def tool_list(self, strict: bool = False) -> list[types.Tool]:
-        """The tools offered now; ``strict``: their strict variant (``catalogue.strict_schema``)."""
-        if not strict:
+    def tool_list(self, variant: str = "lean") -> list[types.Tool]:
+        """The tools offered now, their input schemas in a variant (``catalogue.VARIANTS``)."""
+        if variant == "lean":
             return list(self._catalogue()[1])
-        key = (self.draft_at_server, self.published)
-        listed = self._strict_catalogues.get(key)
+        key = (variant, self.draft_at_server, self.published)
+        listed = self._variants.get(key)
         if listed is None:
-            listed = self._strict_catalogues[key] = [
-                tool_of(spec, spec.strict_schema, self.tool_icons) for spec in self.specs.values()
+            listed = self._variants[key] = [
+                tool_of(spec, spec.schema(variant), self.tool_icons) for spec in self.specs.values()
             ]
         return list(listed)
 
@@ -433,7 +432,7 @@ class Connector:
         finally:
             CALLER.reset(caller)
         self.learn_in_background()
-        return self.tool_list(strict=self.strict_schemas or wants_strict(ctx))
+        return self.tool_list(variant_asked(ctx) or self.schemas)
 
     def binds(self, name: str, arguments: Mapping[str, Any] | None = None) -> bool:
         """Whether calling this tool binds a customer (the person using the client confirms)."""
@@ -648,15 +647,13 @@ class Connector:
         return key
 
 
-STRICT = "strict"  # ?schemas=strict: the strict variant of the tools' input schemas
-
-
-def wants_strict(ctx: Any) -> bool:
-    """Whether a request asks for the strict variant (its endpoint URL ends ``?schemas=strict``:
-    for OpenAI's strict function calling, which admits no open object)."""
+def variant_asked(ctx: Any) -> str | None:
+    """The variant of the input schemas a request asks for by its endpoint's URL
+    (``…/mcp?schemas=strict``, ``?schemas=gemini``), None: none of ``VARIANTS``."""
     request = getattr(ctx, "request", None)
     query = getattr(request, "query_params", None)
-    return bool(query is not None and query.get("schemas") == STRICT)
+    asked = query.get("schemas") if query is not None else None
+    return asked if asked in VARIANTS else None
 
 
 def norm_meta(norm: Norm) -> dict[str, Any] | None:

@@ -155,7 +155,7 @@ def _connector(
             else None,
             confirm_tools=instance.confirm_tools,
             confirmation_page=confirmation_page,
-            strict_schemas=config.strict_schemas,
+            schemas=config.schemas,
         ),
         exchange=tokens.exchanged if tokens is not None else None,
         receipts=receipts,

@@ -107,3 +107,65 @@ def test_by_hand_a_declined_confirmation_creates_nothing_and_shows_in_the_protoc
     with httpx.Client() as http:
         listed = http.get(server.api("pfefferminzia") + f"/offers/{offer_id}/applications")
     assert listed.json()["bc:application"] == []
+
+
+def test_a_conversation_with_an_application_is_saved_as_a_scenario_with_it(
+    server: ExampleServer,
+) -> None:
+    """ "Save as a scenario" keeps what the conversation did beyond the risk object: the offer, the
+    application with the customer's data, what the person answered, the state it came to, and
+    the insurer's defaults it was left with as the assumptions; the scenario parses."""
+    import yaml
+
+    from omds_ld.scenarios.scenario import parse_scenario
+
+    with _browser(server) as browser:
+        cid = browser.post("/chat/api/conversations", json={}).json()["id"]
+        browser.post(f"/chat/api/conversations/{cid}/personal", json={"keep": True})
+        asked = _apply(browser, cid)
+        url = asked["confirmation"]["url"]
+        assert asyncio.run(PagePerson().answer(url, "confirm")).status == 200
+        path = f"/chat/api/conversations/{cid}/confirmations"
+        applied = browser.post(path, json={"url": url, "answer": "answered"}).json()
+        assert not applied["is_error"], applied["text"]
+        saved = browser.post(
+            f"/chat/api/conversations/{cid}/scenario",
+            json={"task": "Apply for the Skoda at Pfefferminzia", "premium": None},
+        )
+    assert saved.status_code == 200, saved.text
+    raw = yaml.safe_load(saved.text)
+    assert raw["expected"]["offer"] is True and raw["expected"]["application"] == "accepted"
+    assert raw["person"] == "confirm"
+    assert raw["application"]["policyholder"]["p:familyName"] == "Berger"
+    assert raw["application"]["payment"]["bc:iban"] == IBAN
+    assert raw["application"]["consent"] == {"by": "Anna Berger", "method": "in-person"}
+    assert {"Bonus-Malus-Stufe", "Zulassungsbezirk"} <= {a["name"] for a in raw["assumptions"]}
+    scenario = parse_scenario(raw)
+    assert scenario.offer and scenario.application_outcome == "accepted"
+
+
+def test_a_saved_scenario_keeps_the_values_set_and_the_components_chosen(
+    server: ExampleServer,
+) -> None:
+    """A value set and a component included by hand are the scenario's ``set`` and ``include``,
+    by the labels the answers show."""
+    import yaml
+
+    with _browser(server) as browser:
+        cid = browser.post("/chat/api/conversations", json={}).json()["id"]
+        case = _call(browser, cid, "createCalculation", body={"p:hasRootProduct": PRODUCT}).json()
+        case_id = answer_of(case["mcp.tool.result"])["case"]["caseId"]
+        _call(browser, cid, "createRiskObject", caseId=case_id, body=SKODA)
+        included = _call(browser, cid, "includeComponent", caseId=case_id, componentId="vollkasko")
+        draft = answer_of(included.json()["mcp.tool.result"])["draft"]
+        district = next(a for a in draft["attributes"] if a["label"] == "Zulassungsbezirk")
+        values = {"bc:values": [{"bc:attribute": district["iri"], "p:value": "T"}]}
+        _call(browser, cid, "setAttributes", caseId=case_id, body=values)
+        _call(browser, cid, "calculatePremium", caseId=case_id)
+        saved = browser.post(
+            f"/chat/api/conversations/{cid}/scenario", json={"task": "Vollkasko in Tirol"}
+        )
+    assert saved.status_code == 200, saved.text
+    raw = yaml.safe_load(saved.text)
+    assert raw["set"] == {"Zulassungsbezirk": "T"} and raw["include"] == ["Vollkasko"], raw
+    assert "application" not in raw and "offer" not in raw["expected"]

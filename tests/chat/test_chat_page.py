@@ -283,16 +283,26 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     digest = re.search(r"sha256:[0-9a-f]{64}", offer_text)
     assert digest, offer_text
     page.click("#log article:last-of-type .steps button[data-tool=createApplication] >> nth=0")
-    body = {
-        "bc:policyholder": PERSON, "bc:payment": PAYMENT,
-        "bc:startDate": dt.date.today().isoformat(),
-        "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
-                       "bc:consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                       "bc:offerDigest": digest.group(0)},
-    }  # fmt: skip
-    page.fill("#field-body", json.dumps(body))
+    # the application as forms of its shapes, nothing typed as JSON: the policyholder, the payment
+    # and the consent each a form of its own; the offer's digest and the start filled in
+    assert page.input_value('[id="shape-bc:consent/bc:offerDigest"]') == digest.group(0)
+    assert page.input_value('[id="shape-bc:startDate"]') == dt.date.today().isoformat()
+    for name, value in PERSON.items():
+        if name != "@type":
+            page.fill(f'[id="shape-bc:policyholder/{name}"]', value)
+    for name in ("bc:paymentFrequency", "bc:paymentMethod"):
+        page.select_option(f'[id="shape-bc:payment/{name}"]', json.dumps(PAYMENT[name]))
+    for name in ("bc:iban", "bc:accountHolder"):
+        page.fill(f'[id="shape-bc:payment/{name}"]', PAYMENT[name])
+    page.fill('[id="shape-bc:consent/bc:consentedBy"]', "Anna Berger")
+    page.select_option('[id="shape-bc:consent/bc:consentMethod"]', json.dumps("in-person"))
+    assert page.input_value("#field-body") == "", "no JSON typed"
     page.click("#call button[type=submit]")
     page.wait_for_selector("#log article.confirmation")
+    # waiting for the person is no error: drawn as such, not as a refusal
+    waiting = page.locator("#log article.tool").last
+    assert waiting.get_attribute("class") == "tool waiting", waiting.get_attribute("class")
+    assert "waits for your confirmation" in waiting.inner_text()
     # the person opens the confirmation page, logs in as the (demo) broker and reads it there
     with page.context.expect_page() as opened:
         page.click("#log article.confirmation a.page")
@@ -309,10 +319,10 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     confirmation.close()
     page.click("#log article.confirmation button[data-answer=answered]")
     page.wait_for_selector("#log article.person")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('#log article.tool pre.text')]"
-        ".some((p) => p.textContent.includes('accepted: the policy is issued'))"
-    )
+    page.wait_for_selector("#log article.tool .application")
+    headline = page.inner_text("#log article.tool .application")
+    assert re.fullmatch(r"Application \w+: accepted · policy number PFM-\w+", headline), headline
+    assert not page.locator("#log article.tool:has(.application) .premium").count(), "no premium"
     assert page.is_disabled("#log article.confirmation button[data-answer=answered]")
     _screenshot(page, "chat-confirmation.png")
     page.close()

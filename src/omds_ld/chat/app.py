@@ -627,32 +627,107 @@ def scenario_of(
     events: list[dict[str, Any]], task: str, premium: Any, currency: str
 ) -> dict[str, Any]:
     """The scenario a conversation worked on: the task, the servers it used, the risk object it
-    sent as facts, the defaults it was left with as the assumptions a correct answer names, and
-    the expected premium the user gives (or the premiums it reached, with several servers)."""
+    sent as facts, the values it set and the components it chose (by the labels the answers
+    show), the defaults it was left with as the assumptions a correct answer names, a binding
+    offer and an application with the customer's data and what the person answered, and the
+    expected premium the user gives (or the premiums it reached, with several servers).
+    Personal data the conversation kept masked stay masked: fill them in before a run."""
     calls = [e for e in events if e.get("event") == TOOL_CALL and not e.get("is_error")]
     servers = list(dict.fromkeys(str(e["mcp.server"]) for e in calls))
     if not servers:
         raise ValueError("the conversation called no tool yet")
-    facts: dict[str, Any] = {}
-    defaults: dict[str, str] = {}
-    premiums: dict[str, Any] = {}
+    worked = _worked_on(calls)
+    if not worked["facts"]:
+        raise ValueError("the conversation sent no risk object to take as the task's facts")
+    scenario = {
+        "id": "conversation-" + uuid.uuid4().hex[:8],
+        "title": title_of(task),
+        "task": task,
+        "servers": servers,
+        "facts": worked["facts"],
+        **{key: worked[key] for key in ("set", "include", "exclude", "application") if worked[key]},
+        **({"person": "confirm"} if worked["application"] and _confirmed(events) else {}),
+        "expected": _expected(worked, servers, premium, currency),
+        "assumptions": [{"name": label, "wordings": {"any": [label]}} for label in worked["defaults"]],
+        "budget": {"tool_calls": max(12, 3 * len(calls)), "tokens": 100000, "cost": 1.0,
+                   "seconds": 300},
+        "runs": 3,
+    }  # fmt: skip
+    return scenario
+
+
+def _worked_on(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the conversation's calls did to the case: the facts, values set and components
+    chosen (by label), the defaults left, the premiums, an offer, an application."""
+    labels: dict[str, str] = {}  # an attribute's IRI or a component's id → its label
+    worked: dict[str, Any] = {"facts": {}, "set": {}, "include": [], "exclude": [],
+                              "defaults": {}, "premiums": {}, "offer": False,
+                              "application": {}, "state": None}  # fmt: skip
     for event in calls:
+        tool = event["gen_ai.tool.name"]
         arguments = event.get("gen_ai.tool.call.arguments") or {}
         body = arguments.get("body") if isinstance(arguments, dict) else None
-        if event["gen_ai.tool.name"] in ("createRiskObject", "updateRiskObject") and isinstance(
-            body, dict
-        ):
-            facts = {k: v for k, v in body.items() if k not in ("@context", "@id")}
-        elif event["gen_ai.tool.name"] == "inquireTariff" and isinstance(body, dict):
+        content = answer_of(event.get("mcp.tool.result") or {})
+        if tool in ("createRiskObject", "updateRiskObject") and isinstance(body, dict):
+            worked["facts"] = {k: v for k, v in body.items() if k not in ("@context", "@id")}
+        elif tool == "inquireTariff" and isinstance(body, dict):
             risks = (body.get("p:instance") or {}).get("p:hasRiskObject") or []
             if risks and isinstance(risks[0], dict):
-                facts = {k: v for k, v in risks[0].items() if k not in ("@context", "@id")}
-        content = answer_of(event.get("mcp.tool.result") or {})
-        if content.get("premium"):
-            premiums[str(event["mcp.server"])] = content["premium"].get("gross")
-            defaults = {str(d["label"]): str(d["label"]) for d in content.get("defaults", [])}
-    if not facts:
-        raise ValueError("the conversation sent no risk object to take as the task's facts")
+                worked["facts"] = {
+                    k: v for k, v in risks[0].items() if k not in ("@context", "@id")
+                }
+        elif tool == "setAttributes" and isinstance(body, dict):
+            for value in body.get("bc:values") or []:
+                name = labels.get(str(value.get("bc:attribute")), str(value.get("bc:attribute")))
+                worked["set"][name] = value.get("p:value")
+        elif tool in ("includeComponent", "excludeComponent"):
+            chosen = labels.get(
+                str(arguments.get("componentId")), str(arguments.get("componentId"))
+            )
+            worked["include" if tool == "includeComponent" else "exclude"].append(chosen)
+        elif tool == "createOffer" and content.get("offer"):
+            worked["offer"] = True
+        elif tool == "createApplication" and content.get("application") and isinstance(body, dict):
+            worked["application"] = _application_of(body)
+            worked["state"] = content["application"].get("state")
+        _learn_labels(content.get("draft") or {}, labels)
+        if content.get("premium") and not content.get("application"):
+            worked["premiums"][str(event["mcp.server"])] = content["premium"].get("gross")
+        if content.get("draft") and "defaults" in content:  # an offer's answer has no draft
+            worked["defaults"] = {str(d["label"]): str(d["label"]) for d in content["defaults"]}
+    return worked
+
+
+def _learn_labels(draft: dict[str, Any], labels: dict[str, str]) -> None:
+    for attribute in draft.get("attributes") or []:
+        labels[str(attribute.get("iri"))] = str(attribute.get("label"))
+    for component in draft.get("components") or []:
+        labels[str(component.get("componentId"))] = str(component.get("label"))
+        for attribute in component.get("attributes") or []:
+            labels[str(attribute.get("iri"))] = str(attribute.get("label"))
+
+
+def _application_of(body: dict[str, Any]) -> dict[str, Any]:
+    """An application's body as a scenario keeps the customer's data (``application:``)."""
+    consent = body.get("bc:consent") or {}
+    out: dict[str, Any] = {
+        "policyholder": dict(body.get("bc:policyholder") or {}),
+        "payment": dict(body.get("bc:payment") or {}),
+        "startDate": body.get("bc:startDate", "today"),
+    }
+    if consent:
+        out["consent"] = {"by": consent.get("bc:consentedBy"),
+                          "method": consent.get("bc:consentMethod")}  # fmt: skip
+    return out
+
+
+def _confirmed(events: list[dict[str, Any]]) -> bool:
+    return any(e.get("event") == PERSON and e.get("answer") == "confirm" for e in events)
+
+
+def _expected(
+    worked: dict[str, Any], servers: list[str], premium: Any, currency: str
+) -> dict[str, Any]:
     expected: dict[str, Any] = {"currency": currency}
     try:
         if isinstance(premium, dict) and premium:
@@ -665,19 +740,11 @@ def scenario_of(
     except (TypeError, ValueError) as error:
         raise ValueError(f"the expected premium is no number: {error}") from None
     if "premium" not in expected and "premiums" not in expected:
-        if not premiums:
+        if not worked["premiums"]:
             raise ValueError("give the expected premium (the conversation reached none)")
-        expected["premiums"] = premiums
-    scenario = {
-        "id": "conversation-" + uuid.uuid4().hex[:8],
-        "title": title_of(task),
-        "task": task,
-        "servers": servers,
-        "facts": facts,
-        "expected": expected,
-        "assumptions": [{"name": label, "wordings": {"any": [label]}} for label in defaults],
-        "budget": {"tool_calls": max(12, 3 * len(calls)), "tokens": 100000, "cost": 1.0,
-                   "seconds": 300},
-        "runs": 3,
-    }  # fmt: skip
-    return scenario
+        expected["premiums"] = worked["premiums"]
+    if worked["offer"]:
+        expected["offer"] = True
+    if worked["state"]:
+        expected["application"] = worked["state"]
+    return expected

@@ -79,6 +79,8 @@ class Field:
     personal: bool = False  # bc:personalData: never cached, never logged, masked for a model
     # bc:contractStart: the contract's start, never before the insurer's today ("today" is one)
     contract_start: bool = False
+    # bc:shape: the node shapes one of which a node value conforms to (a form of its own)
+    shapes: tuple[str, ...] = ()
 
     @property
     def local_name(self) -> str:
@@ -114,6 +116,8 @@ class Field:
                 out[key] = value
         if self.in_values is not None:
             out["sh:in"] = list(self.in_values)
+        if self.shapes:
+            out["bc:shape"] = list(self.shapes)
         if self.value_labels:
             out["p:valueLabel"] = [
                 {"p:value": v, "rdfs:label": dict(t)} for v, t in self.value_labels
@@ -204,6 +208,7 @@ def _field(graph: Graph, node: Node) -> Field:
         message=_texts(graph, node, SH.message),
         personal=str(_one(graph, node, URIRef(BC + "personalData"))).lower() == "true",
         contract_start=str(_one(graph, node, URIRef(BC + "contractStart"))).lower() == "true",
+        shapes=tuple(sorted(str(s) for s in graph.objects(node, URIRef(BC + "shape")))),
     )
 
 

@@ -25,7 +25,10 @@ const TEXT = german
       openPage: "Bestätigungsseite öffnen (als Makler anmelden, prüfen, antworten)",
       onPage: "Nur Sie beantworten das, angemeldet als der Makler, für den das Modell handelt: auf der Bestätigungsseite.",
       answered: "Ich habe auf der Seite geantwortet: weiter",
-      confirmed: "Sie haben bestätigt", declined: "Sie haben abgelehnt" }
+      confirmed: "Sie haben bestätigt", declined: "Sie haben abgelehnt",
+      waits: "wartet auf Ihre Bestätigung", application: "Antrag", policy: "Polizzennummer",
+      states: { submitted: "eingereicht", accepted: "angenommen", referred: "in Risikoprüfung",
+                declined: "abgelehnt", "counter-offer": "Gegenangebot", withdrawn: "zurückgezogen" } }
   : { title: "The insurers' MCP servers", send: "Call", next: "Next steps",
       hand: "Follow the next steps by hand: choose a tool, or a next step of an answer.",
       chat: "Give the model a task, or follow the next steps by hand.",
@@ -47,7 +50,10 @@ const TEXT = german
       openPage: "Open the confirmation page (log in as the broker, review, answer)",
       onPage: "Only you answer this, logged in as the broker the model acts for: on the confirmation page.",
       answered: "I answered on the page: go on",
-      confirmed: "You confirmed", declined: "You declined" };
+      confirmed: "You confirmed", declined: "You declined",
+      waits: "waits for your confirmation", application: "Application", policy: "policy number",
+      states: { submitted: "submitted", accepted: "accepted", referred: "referred to underwriting",
+                declined: "declined", "counter-offer": "counter-offer", withdrawn: "withdrawn" } };
 document.documentElement.lang = german ? "de" : "en";
 // a premium's period in words ("per year" / "pro Jahr"), as the MCP server gives it
 const per = (premium) => (premium.per ? premium.per[german ? "de" : "en"] : `(${premium.period})`);
@@ -77,35 +83,55 @@ async function api(path, options = {}) {
   return { status: response.status, body: response.status === 204 ? null : await response.json() };
 }
 
-function shapeFields(fields, shape) {
-  // the body a step expects, as a form of its shape's fields (the answer lists them)
+function shapeSet(shape, shapes, prefill, field = null) {
+  // the body a step expects, as a form of its shape's fields (the answer lists them); a field
+  // whose value is a node of another shape the step expects (bc:shape) is a form of its own
   const set = element("fieldset", { class: "shape", "data-class": shape.targetClass || "" });
+  if (field) set.dataset.field = field;
   set.append(element("legend", {}, `${shape.iri.split(/[#/]/).pop()} (${shape.targetClass})`));
-  for (const field of shape.fields) {
-    const id = `shape-${field.name}`;
-    const range = [field.type, field.min !== undefined ? `${field.min}..${field.max}` : "",
-      field.pattern || ""].filter(Boolean).join(", ");
-    set.append(element("label", { for: id }, `${field.label || field.name}${field.required ? " *" : ""}` +
+  for (const one of shape.fields) {
+    const nested = (one.shapes || []).map((iri) => shapes.find((x) => x.iri === iri)).find(Boolean);
+    if (nested) {
+      set.append(shapeSet(nested, shapes, prefill, one.name));
+      continue;
+    }
+    const id = `shape-${field ? `${field}/` : ""}${one.name}`;
+    const range = [one.type, one.min !== undefined ? `${one.min}..${one.max}` : "",
+      one.pattern || ""].filter(Boolean).join(", ");
+    set.append(element("label", { for: id }, `${one.label || one.name}${one.required ? " *" : ""}` +
       (range ? ` (${range})` : "")));
     let input;
-    if (Array.isArray(field.in)) {
-      input = element("select", { id, "data-field": field.name });
+    if (Array.isArray(one.in)) {
+      input = element("select", { id, "data-field": one.name });
       input.append(element("option", { value: "" }, "—"));
-      for (const value of field.in) {
-        const meaning = field.labels && field.labels[String(value)];
+      for (const value of one.in) {
+        const meaning = one.labels && one.labels[String(value)];
         input.append(element("option", { value: JSON.stringify(value) }, meaning ? `${value} (${meaning})` : String(value)));
       }
     } else {
-      const numeric = /(integer|decimal|double|float)$/.test(field.type || "");
-      input = element("input", { id, "data-field": field.name, type: numeric ? "number" : "text",
-        "data-numeric": numeric ? "1" : "" });
+      const numeric = /(integer|decimal|double|float)$/.test(one.type || "");
+      const kind = numeric ? "number" : /:date$/.test(one.type || "") ? "date" : "text";
+      input = element("input", { id, "data-field": one.name, type: kind, "data-numeric": numeric ? "1" : "" });
+    }
+    if (prefill[one.name] !== undefined) {  // the answer's own data: the offer's digest, today
+      input.value = prefill[one.name];
+      input.dataset.prefilled = String(prefill[one.name]);
     }
     set.append(input);
   }
-  fields.append(set);
+  return set;
 }
 
-function openForm(server, tool, argumentsGiven = {}, body = undefined, shapes = []) {
+function prefilled(structured) {
+  // what the answer that offered a step knows for its body: the offer's digest, the insurer's
+  // today, the moment now
+  const today = structured.insurerToday || new Date().toISOString().slice(0, 10);
+  const out = { "bc:startDate": today, "bc:consentedAt": new Date().toISOString().slice(0, 19) + "Z" };
+  if (structured.offer && structured.offer.digest) out["bc:offerDigest"] = structured.offer.digest;
+  return out;
+}
+
+function openForm(server, tool, argumentsGiven = {}, body = undefined, shapes = [], prefill = {}) {
   const spec = state.servers[server].tools.find((t) => t.name === tool);
   if (!spec) return;
   state.current = { server, tool };
@@ -124,7 +150,7 @@ function openForm(server, tool, argumentsGiven = {}, body = undefined, shapes = 
     if (name === "body") {
       // a body no step gives ready: the form of the shape it fills, JSON as the alternative
       const shape = body === undefined ? shapes.find((x) => x.fields && x.fields.length) : undefined;
-      if (shape) shapeFields(fields, shape);
+      if (shape) fields.append(shapeSet(shape, shapes, prefill));
       fields.append(element("label", { for: id }, shape ? TEXT.orJson : TEXT.body));
       input = element("textarea", { id, name, spellcheck: "false" });
       input.value = body === undefined ? "" : JSON.stringify(body, null, 2);
@@ -138,17 +164,34 @@ function openForm(server, tool, argumentsGiven = {}, body = undefined, shapes = 
   if (first) first.focus();
 }
 
+function filledIn(set) {
+  // a fieldset's values by field; a nested one's as its node (with its class as @type), left
+  // out where nothing but what was filled in for the person is in it (the consent: then the
+  // person states it when they confirm)
+  const out = {};
+  let given = false;
+  for (const child of set.children) {
+    if (child.matches("fieldset.shape")) {
+      const [node, nodeGiven] = filledIn(child);
+      if (nodeGiven) {
+        out[child.dataset.field] = { "@type": child.dataset.class, ...node };
+        given = true;
+      }
+    } else if (child.dataset.field && child.value.trim() !== "") {
+      out[child.dataset.field] = child.tagName === "SELECT" ? JSON.parse(child.value)
+        : child.dataset.numeric ? Number(child.value) : child.value;
+      if (child.value !== child.dataset.prefilled) given = true;
+    }
+  }
+  return [out, given];
+}
+
 function collect() {
   const argumentsOut = {};
-  const shape = document.querySelector("#fields fieldset.shape");
+  const shape = document.querySelector("#fields > fieldset.shape");
   if (shape) {
-    const filled = {};
-    for (const input of shape.querySelectorAll("[data-field]")) {
-      if (input.value.trim() === "") continue;
-      filled[input.dataset.field] = input.tagName === "SELECT" ? JSON.parse(input.value)
-        : input.dataset.numeric ? Number(input.value) : input.value;
-    }
-    if (Object.keys(filled).length) argumentsOut.body = { "@type": shape.dataset.class, ...filled };
+    const [filled, given] = filledIn(shape);
+    if (given) argumentsOut.body = { "@type": shape.dataset.class, ...filled };
   }
   for (const input of document.querySelectorAll("#fields > input, #fields > textarea")) {
     if (input.value.trim() === "") continue;
@@ -213,10 +256,18 @@ function showUsage() {
 
 function toolArticle(event) {
   const structured = answerOf(event["mcp.tool.result"]);
-  const article = element("article", { class: event.is_error ? "tool error" : "tool answer" });
+  // a binding call waiting for the person is no error: the person answers it on its page
+  const waiting = event.is_error &&
+    String((structured.problem || {}).type || "").endsWith("/confirmation-required");
+  const failed = event.is_error && !waiting;
+  const article = element("article", { class: waiting ? "tool waiting" : failed ? "tool error" : "tool answer" });
   article.append(element("h3", {}, `${event["mcp.server"]} · ${event["gen_ai.tool.name"]}` +
-    (event.is_error ? ` · ${TEXT.error}` : "")));
-  if (structured.premium && !event.is_error) {
+    (waiting ? ` · ${TEXT.waits}` : failed ? ` · ${TEXT.error}` : "")));
+  if (structured.application && !event.is_error) {  // what an application came to, first
+    const a = structured.application;
+    article.append(element("p", { class: "application" }, `${TEXT.application} ${a.applicationId}: ` +
+      (TEXT.states[a.state] || a.state) + (a.policyNumber ? ` · ${TEXT.policy} ${a.policyNumber}` : "")));
+  } else if (structured.premium && !event.is_error) {
     const p = structured.premium;
     article.append(element("p", { class: "premium" }, `${TEXT.premium}: ${money(p.gross, p.currency)} ${per(p)}`));
   }
@@ -225,7 +276,7 @@ function toolArticle(event) {
     article.append(element("p", { class: "defaults" }, `${TEXT.assumed}: ${named}`));
   }
   // by hand the answer is open; a model's calls are collapsed, errors always shown
-  const details = element("details", event.by_hand || event.is_error ? { open: "" } : {});
+  const details = element("details", event.by_hand || failed ? { open: "" } : {});
   details.append(element("summary", {}, TEXT.details));
   const args = event["gen_ai.tool.call.arguments"];
   if (args && Object.keys(args).length) details.append(element("pre", { class: "arguments" }, JSON.stringify(args, null, 2)));
@@ -246,12 +297,12 @@ function toolArticle(event) {
       const label = `${step.tool} · ${step.label || step.target}`;
       const button = element("button", { type: "button", "data-tool": step.tool }, label);
       const expected = (structured.shapes || []).filter((x) => (step.expects || []).includes(x.iri));
-      button.addEventListener("click", () =>
-        openForm(event["mcp.server"], step.tool, step.arguments || {}, step.body, expected));
+      button.addEventListener("click", () => openForm(event["mcp.server"], step.tool,
+        step.arguments || {}, step.body, expected, prefilled(structured)));
       nav.append(button);
     }
     // by hand the steps are the way on; after a model's call they are there to take over from it
-    (event.by_hand || event.is_error ? article : details).append(nav);
+    (event.by_hand || failed ? article : details).append(nav);
   }
   return article;
 }

@@ -59,6 +59,7 @@ def range_data(field: Mapping[str, Any], language: str = "en") -> dict[str, Any]
         ("sh:pattern", "pattern"),
         ("sh:class", "class"),
         ("sh:defaultValue", "default"),
+        ("bc:shape", "shapes"),  # the shapes of a node value: a form of its own
     ):
         if key in field:
             out[name] = field[key]

@@ -25,8 +25,11 @@ SCREENSHOTS = os.environ.get("OMDS_LD_SCREENSHOTS")
 
 
 def _screenshot(page: Any, name: str) -> None:
+    """The window as a person sees it at the newest answer (1280 × 720, readable at the README's
+    width), never the whole page's length."""
     if SCREENSHOTS:
-        page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=True)
+        page.locator("#log article").last.scroll_into_view_if_needed()
+        page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=False)
 
 
 @pytest.fixture(scope="module")

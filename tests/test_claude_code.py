@@ -139,3 +139,34 @@ def test_the_operators_page_shows_the_document_these_tests_pin() -> None:
     text = (ROOT / "docs" / "insurer-operator.md").read_text("utf-8")
     shown = text.split("`claude-code.json`:\n\n```json\n", 1)[1].split("```", 1)[0]
     assert json.loads(shown) == CLAUDE_CODE
+
+
+def test_claude_code_starts_the_stdio_server_with_the_client_secret_given_by_e(
+    secured: ExampleServer, tmp_path: Path
+) -> None:
+    """docs/broker.md: a client that starts the MCP server passes it no environment of the
+    shell; ``claude mcp add -e OMDS_LD_CLIENT_SECRET=…`` gives the secret to the server it
+    starts, which then gets its tokens by client credentials and connects. Without ``-e`` it
+    does not start (the secret is missing)."""
+    import sys
+
+    added = subprocess.run(
+        [sys.executable, "-m", "omds_ld.cli", "auth", "add-client", "--database",
+         str(secured.database), "--name", "a software house", "--broker", "alpha"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    client = json.loads(added.stdout)
+    server = [sys.executable, "-m", "omds_ld.cli", "mcp", "--stdio",
+              "--api", secured.api("pfefferminzia"), "--name", "pfefferminzia",
+              "--upstream-token-url", f"{secured.url}/oauth/token",
+              "--upstream-client-id", client["client_id"], "--log-level", "warning"]  # fmt: skip
+    secret = f"OMDS_LD_CLIENT_SECRET={client['client_secret']}"
+    claude(tmp_path, "mcp", "add", "-s", "user", "with-secret", "-e", secret, "--", *server)
+    claude(tmp_path, "mcp", "add", "-s", "user", "without-secret", "--", *server)
+    out = claude(tmp_path, "mcp", "list")
+    states = {
+        m.group(1): m.group(2).strip()
+        for m in re.finditer(r"^([\w-]+): .+ - (.+)$", out, re.MULTILINE)
+    }
+    assert states["with-secret"] == "✔ Connected", out
+    assert states["without-secret"] != "✔ Connected", out

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from hypothesis import settings
 
-from tests.servers import ExampleServer, RedisServer
+from tests.servers import ExampleServer, RedisServer, stop_all
 
 # No test asserts an absolute time: hypothesis's deadline per example (200 ms by default) would,
 # and on a machine busy with the other tests' servers an example takes longer now and then.
@@ -77,3 +77,9 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     running = start_redis(Path(tmp_path_factory.mktemp("redis")))
     yield running
     running.stop()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No process a test started outlives the run (each xdist worker ends its own): a server
+    whose start failed, or one a test left running."""
+    stop_all()

@@ -19,7 +19,44 @@ from typing import Any
 
 import httpx
 
-from omds_ld.scenarios.embedded import free_port, wait_until_healthy
+from omds_ld.scenarios.embedded import free_port, start_seconds, wait_until_healthy
+
+# every process a test helper started, so that none outlives the test run whatever happened
+# (a start that failed, a test that never stopped its server): conftest ends them all
+STARTED: list[subprocess.Popen[bytes]] = []
+
+
+def started(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """``process``, kept in ``STARTED``."""
+    STARTED.append(process)
+    return process
+
+
+def stop_all() -> list[int]:
+    """End every process a helper started that still runs (SIGTERM, then SIGKILL); their ids."""
+    ended = []
+    for process in STARTED:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            ended.append(process.pid)
+    STARTED.clear()
+    return ended
+
+
+def _started_or_stopped(process: subprocess.Popen[bytes], wait: Any) -> None:
+    """Wait until the process is ready; one that never is, is stopped before the error goes on."""
+    try:
+        wait()
+    except BaseException:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        raise
 
 
 @dataclass
@@ -70,8 +107,9 @@ class ExampleServer:
             "--log-level", "warning", *self.extra_args,
         ]  # fmt: skip
         with self.log.open("ab") as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        wait_until_healthy(self.process, self.url, self.log, "server")
+            self.process = started(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT))
+        process, log = self.process, self.log
+        _started_or_stopped(process, lambda: wait_until_healthy(process, self.url, log, "server"))
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -182,13 +220,13 @@ class RedisServer:
         binary = shutil.which("redis-server")
         if binary is None:
             raise FileNotFoundError("redis-server")
-        self.process = subprocess.Popen(
+        self.process = started(subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", str(self.folder)],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        ))  # fmt: skip
+        deadline = time.monotonic() + start_seconds(os.environ)
+        while time.monotonic() < deadline and self.process.poll() is None:
             with socket.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", self.port)) == 0:
                     return
@@ -231,13 +269,16 @@ class McpServer:
         # authorization is said, never assumed: off unless the test configures it
         said = "--auth-issuer" in self.extra_args or "[auth]" in self.config.read_text()
         with log.open("ab") as out:
-            self.process = subprocess.Popen(
+            self.process = started(subprocess.Popen(
                 [sys.executable, "-m", "omds_ld.cli", "mcp", "--http", "--config", str(self.config),
                  "--port", str(self.port), "--log-level", "warning",
                  *([] if said else ["--no-auth"]), *self.extra_args],
                 stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        wait_until_healthy(self.process, self.url, log, "MCP server")
+            ))  # fmt: skip
+        process = self.process
+        _started_or_stopped(
+            process, lambda: wait_until_healthy(process, self.url, log, "MCP server")
+        )
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.auth.flow import logged_in_at
-from tests.servers import ExampleServer, running
+from tests.servers import ExampleServer, running, started
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAUDE = ROOT / "tools" / "claude-code" / "node_modules" / ".bin" / "claude"
@@ -71,10 +71,10 @@ def log_in(home: Path, name: str, broker: str) -> str:
     browser it would open; what the CLI said."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 2000, 0, 0))
-    process = subprocess.Popen(
+    process = started(subprocess.Popen(
         [str(CLAUDE), "mcp", "login", name], stdin=slave, stdout=slave, stderr=slave,
         env=environment(home), cwd=home, close_fds=True,
-    )  # fmt: skip
+    ))  # fmt: skip
     os.close(slave)
     said, answered, deadline = b"", False, time.monotonic() + 90
     try:

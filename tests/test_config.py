@@ -224,14 +224,14 @@ def test_serve_writes_its_banner_and_every_log_line_to_stderr(tmp_path: Path) ->
 
     import httpx
 
-    from tests.servers import free_port
+    from tests.servers import free_port, started
 
     port = free_port()
-    process = subprocess.Popen(
+    process = started(subprocess.Popen(
         [sys.executable, "-m", "omds_ld.cli", "serve", "--port", str(port),
          "--database", str(tmp_path / "s.sqlite3")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    ))  # fmt: skip
     try:
         for _ in range(150):
             try:
@@ -258,15 +258,15 @@ def test_stopping_serve_with_a_chat_conversation_open_leaves_no_half_response(
 
     import httpx
 
-    from tests.servers import free_port
+    from tests.servers import free_port, started
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    process = subprocess.Popen(
+    process = started(subprocess.Popen(
         [sys.executable, "-m", "omds_ld.cli", "serve", "--port", str(port),
          "--database", str(tmp_path / "s.sqlite3")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    ))  # fmt: skip
     try:
         for _ in range(150):
             try:
@@ -287,3 +287,36 @@ def test_stopping_serve_with_a_chat_conversation_open_leaves_no_half_response(
     assert process.returncode in (0, -15), err[-2000:]  # uvicorn re-raises the signal it ended by
     assert "Application shutdown complete" in err
     assert "ASGI callable returned without completing response" not in err, err[-3000:]
+
+
+LOADED = "import sys, runpy; sys.argv = ['omds-ld', *sys.argv[1:]]\n" + (
+    "try:\n    runpy.run_module('omds_ld.cli', run_name='__main__')\n"
+    "except SystemExit as end:\n"
+    "    print(sorted(m for m in sys.modules if m in ('omds_ld.example', 'omds_ld.mcp.service', "
+    "'omds_ld.insurer.app', 'mcp', 'rdflib', 'pyld', 'starlette')))\n"
+    "    raise\n"
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--version"],
+        ["mcp", "--stdio", "--api", API],
+        ["mcp", "--http", "--no-auth", "--api", API, "--name", "p", "--max-sessions", "0"],
+        ["serve", "--port", "0", "--access-token-seconds", "0"],
+    ],
+)
+def test_a_version_or_a_configuration_error_is_answered_without_loading_the_server(
+    argv: list[str],
+) -> None:
+    """A desktop client that starts the server with a typo hears of it at once: the answer
+    comes before the MCP SDK, the interfaces or the norm's RDF libraries are imported."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == (0 if argv == ["--version"] else 2), done.stderr
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=3600
     )
 
 

@@ -5,7 +5,6 @@ A configuration that cannot run is one line on stderr (``ConfigError``), exit 2.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
@@ -27,8 +26,7 @@ from omds_ld.mcp.config import (
     McpConfig,
     load_config,
 )  # fmt: skip
-from omds_ld.serving import Limits
-from omds_ld.settings import ConfigError
+from omds_ld.settings import ConfigError, Limits
 
 Commands = Any  # argparse's subparsers action
 
@@ -93,7 +91,7 @@ def _add_norm_flags(add: Callable[..., Any]) -> None:
 
 
 def _example_config(args: argparse.Namespace) -> Any:
-    from omds_ld.example import ExampleConfig
+    from omds_ld.example_config import ExampleConfig
 
     server = ServerConfig(
         database=Path(args.database) if args.database else default_database(),
@@ -124,10 +122,12 @@ def _example_config(args: argparse.Namespace) -> Any:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # a configuration that cannot run is answered before the server is loaded
+    config = _example_config(args)
+
     from omds_ld import serving
     from omds_ld.example import ExampleApp
 
-    config = _example_config(args)
     serving.check_port(config.server.host, config.server.port)
     app = ExampleApp(config)
     for line in app.banner():
@@ -215,15 +215,22 @@ def _mcp_auth(args: argparse.Namespace, auth: AuthConfig) -> AuthConfig:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from omds_ld import serving
-    from omds_ld.mcp.service import run_stdio, standalone_app, standalone_banner
+    # a configuration that cannot run is answered before the server is loaded
+    config = _mcp_config(args)
+
     from omds_ld.norm import load_norm
 
-    config = _mcp_config(args)
     norm = load_norm(config.openapi)
     if args.stdio:
+        import asyncio
+
+        from omds_ld.mcp.stdio import run_stdio  # no HTTP server: a desktop client waits for it
+
         asyncio.run(run_stdio(config, norm))
         return 0
+    from omds_ld import serving
+    from omds_ld.mcp.service import standalone_app, standalone_banner
+
     app = standalone_app(config, norm)
     serving.check_port(config.http.host, config.http.port)
     for line in standalone_banner(config):
@@ -335,6 +342,8 @@ def _scenario_run(args: argparse.Namespace) -> int:
     async def go(base_url: str) -> list[RunRecord]:
         return await run_all(scenarios, make_agent, args.runs, base_url, out, progress)
 
+    import asyncio
+
     if args.base_url:
         records = asyncio.run(go(args.base_url))
     else:
@@ -393,6 +402,8 @@ def _tools_diff(args: argparse.Namespace) -> int:
 
     async def both() -> Any:
         return await contract_of(args.old, args.token), await contract_of(args.new, args.token)
+
+    import asyncio
 
     old, new = asyncio.run(both())
     counter = None if args.no_tokens else token_counter()
@@ -475,6 +486,8 @@ def _check_insurer(args: argparse.Namespace) -> int:
                     load_norm(), args.api, client, facts, on_check=lambda c: print(c.line())
                 )
                 return await checker.run()
+
+    import asyncio
 
     report = asyncio.run(run())
     failed = report.failed
@@ -990,19 +1003,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from omds_ld.insurer.checks import InsurerDataError
-
     args = build_parser().parse_args(argv)
     logs.configure(args.log_level)
     try:
         code: int = args.run(args)
     except ConfigError as error:  # a configuration that cannot run: one line, never a traceback
-        print(f"omds-ld: {error}", file=sys.stderr)
-        return 2
-    except InsurerDataError as error:  # one line per mistake, never a traceback
-        print("omds-ld: the insurer data has mistakes:", file=sys.stderr)
-        for finding in error.findings:
-            print(f"  {finding}", file=sys.stderr)
+        findings = getattr(error, "findings", None)  # the insurer data's mistakes: one line each
+        if findings is None:
+            print(f"omds-ld: {error}", file=sys.stderr)
+        else:
+            print("omds-ld: the insurer data has mistakes:", file=sys.stderr)
+            for finding in findings:
+                print(f"  {finding}", file=sys.stderr)
         return 2
     return code
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +30,14 @@ from omds_ld.auth.tokens import SCOPES, TOKEN_EXCHANGE, check, key_id
 from omds_ld.chat.app import ChatPage
 from omds_ld.chat.conversations import Conversations
 from omds_ld.chat.login import Logins, LoginSettings
+from omds_ld.example_config import ExampleConfig
 from omds_ld.insurer.app import Interfaces, TokenCheck, api_base, icon_path
 from omds_ld.insurer.config import ServerConfig
 from omds_ld.insurer.data import ANONYMOUS, Insurer, load_insurers
-from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
+from omds_ld.mcp.assembly import build_connectors
+from omds_ld.mcp.config import AuthConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.confirmation_page import CALLBACK, CONFIRMATION_PATH
-from omds_ld.mcp.service import McpHosting, build_connectors, page_address
+from omds_ld.mcp.service import McpHosting, page_address
 from omds_ld.mcp.state import MemoryStateStore
 from omds_ld.mcp.transport import AsgiTransport
 from omds_ld.norm import Norm, load_norm
@@ -48,41 +50,6 @@ ISSUER_PATH = "/oauth"  # the authorization server's issuer, below the server's 
 MCP_CLIENT = "omds-ld-mcp"
 CHAT_CLIENT = "omds-ld-chat"
 PAGE_CLIENT = "omds-ld-confirmation-page"
-
-
-@dataclass(frozen=True)
-class ExampleConfig:
-    """Everything ``omds-ld serve`` runs with, as one value: the interfaces (``server``), the
-    MCP servers' HTTP side (``http``, on the server's host and port), the authorization server,
-    the chat page's model. Secrets (a model's key) come from ``environment``."""
-
-    server: ServerConfig = field(default_factory=ServerConfig)
-    http: HttpConfig = field(default_factory=HttpConfig)
-    request_log: Path | None = None  # the MCP request log; None: stderr
-    auth_resources: tuple[str, ...] = ()  # MCP servers run apart that tokens are issued for
-    access_token_seconds: int = 3600
-    registrations_per_address: int = 50
-    registrations: int = 5000
-    chat_model: str | None = None
-    chat_model_base_url: str | None = None
-    chat_keep_hours: float = 24.0  # a chat conversation, after its last event
-    # the norm version the MCP servers make their tools of (an OpenAPI file: a released version
-    # to roll back to, or a proposed one to try); None: the package's. The interfaces keep theirs.
-    mcp_openapi: Path | None = None
-    # clients' metadata documents its authorization server admits without fetching (JSON files)
-    client_documents: tuple[Path, ...] = ()
-    environment: Mapping[str, str] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        for name in ("access_token_seconds", "registrations_per_address", "registrations"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name.replace('_', '-')} must be at least 1")
-        if (self.http.host, self.http.port) != (self.server.host, self.server.port):
-            raise ConfigError("the MCP servers are served on the example server's host and port")
-        if not self.chat_keep_hours > 0:
-            raise ConfigError("chat-keep-hours must be more than 0")
-        if self.chat_model_base_url and not (self.chat_model or "").startswith("openai:"):
-            raise ConfigError("--chat-model-base-url is for --chat-model openai:MODEL")
 
 
 @dataclass

@@ -13,10 +13,12 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
-from omds_ld.norm.problems import ProblemType, load_problem_types
+    from omds_ld.norm.problems import ProblemType
 
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
@@ -89,6 +91,8 @@ class HostGuard:
     def __init__(self, app: ASGIApp, allowlist: Allowlist) -> None:
         self.app = app
         self.allowlist = allowlist
+        from omds_ld.norm.problems import load_problem_types  # where a guard is made, not a CLI
+
         self.problems = load_problem_types()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -17,29 +17,15 @@ import copy
 import json
 import logging
 import socket
-from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from omds_ld.settings import ConfigError
+from omds_ld.settings import ConfigError, Limits
 
 log = logging.getLogger("omds_ld.serving")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one listening process allows a client."""
-
-    read_seconds: float = 15.0  # to send one whole request, head and body
-    max_connections: int = 1000  # open connections (and requests in flight) before 503
-    keep_alive_seconds: float = 5.0  # an idle keep-alive connection is closed after this
-    max_head_bytes: int = 16 * 1024  # a request's line and headers (h11's default cap)
-    # the reverse proxies whose X-Forwarded-For / -Proto name the client (addresses or
-    # networks); a client's address counts (registrations, rate limits) as they forward it
-    trusted_proxies: tuple[str, ...] = ("127.0.0.1",)
 
 
 class DeadlineProtocol(HttpToolsProtocol):
@@ -189,8 +175,9 @@ def _logging() -> dict[str, Any]:
     return config
 
 
-def run(app: ASGIApp, host: str, port: int, log_level: str, limits: Limits = Limits()) -> None:
-    """Serve ``app`` until stopped, within ``limits``."""
+def run(app: ASGIApp, host: str, port: int, log_level: str, limits: Limits | None = None) -> None:
+    """Serve ``app`` until stopped, within ``limits`` (the defaults where not given)."""
+    limits = limits or Limits()
     uvicorn.run(
         CompleteResponses(app),
         host=host,

@@ -117,3 +117,16 @@ def at_least(where: str, value: float, least: float) -> None:
     """A setting below what it may be: refused, naming it."""
     if value < least:
         raise ConfigError(f"{where} must be at least {least:g}, not {value:g}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What one listening process allows a client."""
+
+    read_seconds: float = 15.0  # to send one whole request, head and body
+    max_connections: int = 1000  # open connections (and requests in flight) before 503
+    keep_alive_seconds: float = 5.0  # an idle keep-alive connection is closed after this
+    max_head_bytes: int = 16 * 1024  # a request's line and headers (h11's default cap)
+    # the reverse proxies whose X-Forwarded-For / -Proto name the client (addresses or
+    # networks); a client's address counts (registrations, rate limits) as they forward it
+    trusted_proxies: tuple[str, ...] = ("127.0.0.1",)

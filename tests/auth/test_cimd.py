@@ -29,7 +29,7 @@ from cryptography.x509.oid import NameOID
 
 from omds_ld.scenarios.embedded import free_port
 from tests.auth.flow import REDIRECT, Storage, logged_in_at, oauth_client, pkce
-from tests.servers import ExampleServer, running
+from tests.servers import ExampleServer, running, started
 
 DOCUMENTS = """
 import asyncio, json, sys
@@ -97,13 +97,13 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
     port = free_port()
     base = f"https://127.0.0.1:{port}"
     (folder / "documents.py").write_text(DOCUMENTS)
-    process = subprocess.Popen(
+    process = started(subprocess.Popen(
         [sys.executable, "-c",
          "import sys, uvicorn; sys.path.insert(0, sys.argv[2]); import documents; "
          "uvicorn.run(documents.app, host='127.0.0.1', port=int(sys.argv[3]), "
          "ssl_certfile=sys.argv[4], ssl_keyfile=sys.argv[5], log_level='warning')",
          base, str(folder), str(port), str(cert), str(key)],
-    )  # fmt: skip
+    ))  # fmt: skip
     try:
         for _ in range(100):
             try:

@@ -23,7 +23,7 @@ from omds_ld.auth.store import AuthStore
 from omds_ld.auth.tokens import issue
 from omds_ld.mcp.condense import answer_of
 from tests.auth.flow import Storage, bearer_client, oauth_client, register, tokens_by_hand
-from tests.servers import ExampleServer
+from tests.servers import ExampleServer, started
 
 PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -487,12 +487,12 @@ def test_the_conformance_suite_passes_the_authorization_server(
               "token_endpoint_auth_method": "none", "client_name": "conformance suite"},
     ).json()  # fmt: skip
     assert "client_secret" not in client  # a public client is issued none
-    suite = subprocess.Popen(
+    suite = started(subprocess.Popen(
         [*node_tool("conformance"), "authorization", "--url", f"{secured.url}/oauth",
          "--client-id", client["client_id"], "--resource", secured.mcp("pfefferminzia"),
          "--port", str(port), "--output-dir", str(tmp_path / "results")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
-    )  # fmt: skip
+    ))  # fmt: skip
     assert suite.stdout is not None
     output = []
     try:

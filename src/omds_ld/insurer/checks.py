@@ -15,6 +15,7 @@ from typing import Any
 
 from omds_ld.insurer.tariff import Factor, Source, Tariff
 from omds_ld.norm.shapes import Field
+from omds_ld.settings import ConfigError
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,9 @@ class Finding:
         return f"{self.file}: {self.key}: {self.detail}"
 
 
-class InsurerDataError(ValueError):
-    """An insurer's folder has mistakes; the message lists each with its file and key."""
+class InsurerDataError(ConfigError, ValueError):
+    """An insurer's folder has mistakes; the message lists each with its file and key (a
+    configuration that cannot run: ``findings`` are its lines)."""
 
     def __init__(self, findings: list[Finding]) -> None:
         super().__init__("\n".join(str(f) for f in findings))

@@ -5,15 +5,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyshacl import Validator
-from pyshacl.graph_abstraction import DataGraph
-from pyshacl.shapes_graph import ShapesGraph
 from rdflib import RDF, Graph, Literal, URIRef
 
 from omds_ld.norm.jsonld import compact_iri
 from omds_ld.norm.shapes import SH
+
+if TYPE_CHECKING:
+    from pyshacl.shapes_graph import ShapesGraph
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,11 @@ class PyShaclValidator:
         self._lock = threading.Lock()
 
     def validate(self, data: Graph) -> Report:
+        # pySHACL is loaded by the first shape only it can check (compiled constraints check
+        # the rest): a server whose shapes all compile never loads it
+        from pyshacl import Validator
+        from pyshacl.graph_abstraction import DataGraph
+
         with self._lock:
             validator = Validator(
                 DataGraph.from_rdflib(data), shacl_graph=self.shapes, options={"inference": "none"}

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import mcp_types as types
-from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -31,20 +30,19 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Receive, Scope, Send
 
-from omds_ld import __version__, jsonwire, metrics
+from omds_ld import jsonwire, metrics
 from omds_ld.auth.resource import IDENTITY, TOKEN, KeySource, Refusal, ResourceGuard
 from omds_ld.auth.tokens import Identity, RemoteKeys
-from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
 from omds_ld.hosts import Allowlist
 from omds_ld.mcp import hibernation
+from omds_ld.mcp.assembly import build_connectors, http_transport, public_base, receipt_signer
 from omds_ld.mcp.broker import NAME as BROKER
 from omds_ld.mcp.broker import BrokerEndpoint
-from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
+from omds_ld.mcp.config import AuthConfig, HttpConfig, McpConfig
 from omds_ld.mcp.confirm import Confirmations
 from omds_ld.mcp.confirmation_page import CONFIRMATION_PATH, ConfirmationPage
 from omds_ld.mcp.connector import (
     Connector,
-    ConnectorSettings,
     Context,
     DirectContext,
     DirectSession,
@@ -52,128 +50,18 @@ from omds_ld.mcp.connector import (
 )
 from omds_ld.mcp.events import RETRY_MILLISECONDS, StreamEvents
 from omds_ld.mcp.executor import Instance
-from omds_ld.mcp.requestlog import RequestLog
 from omds_ld.mcp.state import StateStore, StateUnavailable, make_state, state_in_use
-from omds_ld.mcp.transport import Transport
-from omds_ld.mcp.upstream import CALLER, Caller, Upstream
+from omds_ld.mcp.upstream import CALLER, Caller
 from omds_ld.norm import Norm, hygiene
-from omds_ld.norm.receipt import Signer, load_private_key, new_key
 from omds_ld.process import freeze_startup_heap
 from omds_ld.settings import ConfigError
 
 if TYPE_CHECKING:
-    from omds_ld.mcp.http_client import HttpTransport
+    pass
 
 SESSION_HEADER = "mcp-session-id"
 RATE_LIMITED = "https://w3id.org/omds-ld/problems/rate-limited"
-# how long an idempotency claim outlives the insurer's timeout (a crashed call's key is free then)
-LEASE_MARGIN = 2.0
 log = logging.getLogger("omds_ld.mcp")
-
-
-def build_connectors(
-    config: McpConfig,
-    norm: Norm,
-    state: StateStore,
-    transport: Transport,
-    token_http: httpx.AsyncClient | None = None,
-    confirmation_page: str | None = None,
-    receipts: Signer | None = None,
-) -> dict[str, Connector]:
-    """One connector per configured instance, all on one state store and transport
-    (``token_http`` reaches the insurer's authorization server, if not over the network;
-    ``confirmation_page`` is where a person confirms a binding call whose client cannot ask
-    them, None: nowhere, over stdio; ``receipts`` signs the receipt of each yes)."""
-    labels = metrics.Labels.of(
-        [i.name for i in config.instances], norm.operations, norm.problem_types
-    )
-    request_log = RequestLog(config.request_log, labels)
-    return {
-        i.name: _connector(
-            i,
-            config,
-            norm,
-            state,
-            transport,
-            request_log,
-            token_http,
-            confirmation_page,
-            receipts,
-        )
-        for i in config.instances
-    }
-
-
-def _connector(
-    instance: InstanceConfig,
-    config: McpConfig,
-    norm: Norm,
-    state: StateStore,
-    transport: Transport,
-    request_log: RequestLog,
-    token_http: httpx.AsyncClient | None = None,
-    confirmation_page: str | None = None,
-    receipts: Signer | None = None,
-) -> Connector:
-    tokens = None
-    if config.auth.upstream:
-        tokens = UpstreamTokens(
-            ClientSecret(config.auth.token_url, config.auth.client_id, config.auth.client_secret),
-            resource=instance.api.rstrip("/"),
-            http=token_http,
-        )
-    upstream = Upstream(
-        name=instance.name,
-        api_url=instance.api,
-        transport=transport,
-        state=state,
-        headers=instance.upstream_headers,
-        default_ttl=config.cache_ttl_seconds,
-        own_credentials=(
-            _bearer(tokens.own) if tokens is not None and config.auth.own_token else None
-        ),
-    )
-    return Connector(
-        norm=norm,
-        instance=Instance(
-            instance.name,
-            instance.display_name,
-            instance.language,
-            instance.website,
-            instance.icon,
-        ),
-        upstream=upstream,
-        state=state,
-        request_log=request_log,
-        settings=ConnectorSettings(
-            refresh_seconds=config.refresh_seconds,
-            disabled_tools=instance.disabled_tools,
-            # a call waits at most one timeout for the insurer; its claim a little longer
-            lease_seconds=config.timeout_seconds + LEASE_MARGIN,
-            rate=(config.calls_per_minute / 60, config.call_burst)
-            if config.calls_per_minute
-            else None,
-            confirm_tools=instance.confirm_tools,
-            confirmation_page=confirmation_page,
-            schemas=config.schemas,
-        ),
-        exchange=tokens.exchanged if tokens is not None else None,
-        receipts=receipts,
-    )
-
-
-def _bearer(token: Callable[[], Any]) -> Callable[[], Any]:
-    async def headers() -> dict[str, str]:
-        return {"Authorization": f"Bearer {await token()}"}
-
-    return headers
-
-
-def http_transport(config: McpConfig) -> HttpTransport:
-    """How every connector calls its insurer over the network: pooled, with a timeout."""
-    from omds_ld.mcp.http_client import HttpTransport  # aiohttp: only where it is used
-
-    return HttpTransport(config.timeout_seconds, user_agent=f"omds-ld/{__version__}")
 
 
 def http_client(config: McpConfig) -> httpx.AsyncClient:
@@ -915,17 +803,6 @@ def _metadata_route(metadata: Mapping[str, Any]) -> Callable[[Request], Any]:
     return endpoint
 
 
-async def serve_stdio(connector: Connector) -> None:
-    """One connector over stdio: stdout carries only the protocol, logs go to stderr."""
-    await connector.refresh(force=True)
-    connector.learn_in_background()
-    freeze_startup_heap()
-    async with stdio_server() as (read_stream, write_stream):
-        await connector.server.run(
-            read_stream, write_stream, connector.server.create_initialization_options()
-        )
-
-
 async def healthz(request: Request) -> Response:
     return Response(b'{"status":"ok"}', media_type="application/json")
 
@@ -960,29 +837,6 @@ def standalone_app(config: McpConfig, norm: Norm) -> Starlette:
     )
 
 
-def public_base(http: HttpConfig, auth: AuthConfig) -> str:
-    """Where clients reach the HTTP endpoints: the configured public URL, else host and port."""
-    return (auth.public_url or f"http://{http.host}:{http.port}").rstrip("/")
-
-
-def receipt_signer(config: McpConfig) -> Signer:
-    """What signs the receipts of the person's yes: the configured key, or a new one for this
-    process (its public key logged, for an insurer to be given)."""
-    issuer = public_base(config.http, config.auth)
-    if config.receipt_key is not None:
-        try:
-            return Signer(load_private_key(config.receipt_key.read_text("utf-8")), issuer)
-        except (OSError, ValueError) as error:
-            raise ConfigError(f"--receipt-key {config.receipt_key}: {error}") from None
-    signer = Signer(new_key(), issuer)
-    log.warning(
-        "no --receipt-key: receipts are signed with a key of this process only; an insurer "
-        "verifies them only with its public key: %s",
-        json.dumps(signer.public_jwks()),
-    )
-    return signer
-
-
 def page_address(http: HttpConfig, auth: AuthConfig) -> str | None:
     """Where the confirmation page is: only where it can log the person in (an authorization
     server that knows it as a client); None: there is none."""
@@ -1009,15 +863,3 @@ def standalone_banner(config: McpConfig) -> list[str]:
             "  (the broker endpoint: every insurer's tools once, with an insurer argument)"
         )
     return lines
-
-
-async def run_stdio(config: McpConfig, norm: Norm) -> None:
-    """``omds-ld mcp --stdio``: the one configured instance over stdin and stdout."""
-    if len(config.instances) != 1:
-        raise ConfigError("omds-ld mcp --stdio serves exactly one instance")
-    state = make_state(config.redis_url)
-    async with http_transport(config) as transport, state_in_use(state):
-        connectors = build_connectors(
-            config, norm, state, transport, receipts=receipt_signer(config)
-        )
-        await serve_stdio(next(iter(connectors.values())))

@@ -10,16 +10,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
-
-from rdflib import RDFS, Graph
-from rdflib import Literal as RdfLiteral
+from typing import TYPE_CHECKING, Any, Literal
 
 from omds_ld import yamlfile
 from omds_ld.norm.jsonld import expand_curie
 from omds_ld.norm.problems import ProblemType, load_problem_types
 from omds_ld.norm.schemas import SchemaValidator, Violation
-from omds_ld.norm.shapes import NodeShape, shapes_from_graph
+
+if TYPE_CHECKING:
+    from rdflib import Graph
+
+    from omds_ld.norm.shapes import NodeShape
 
 Kind = Literal["read", "create", "edit", "inquiry"]
 _REF = re.compile(r"^#/components/schemas/(?P<name>[^/]+)$")
@@ -276,16 +277,23 @@ class Norm:
     @cached_property
     def shapes_graph(self) -> Graph:
         """The norm's own shapes (of request bodies) as RDF, for the checks compiled from them."""
+        from rdflib import Graph  # only where shapes are read: a start never pays for it
+
         return Graph().parse(data=_data_text("shapes.ttl"), format="turtle")
 
     @cached_property
     def shapes(self) -> dict[str, NodeShape]:
         """The norm's own shapes (of request bodies), by IRI."""
+        from omds_ld.norm.shapes import shapes_from_graph
+
         return shapes_from_graph(self.shapes_graph)
 
     @cached_property
     def vocabulary(self) -> dict[str, dict[str, str]]:
         """Every term of the norm's vocabulary (full IRI) with its labels by language."""
+        from rdflib import RDFS, Graph
+        from rdflib import Literal as RdfLiteral
+
         graph = Graph().parse(data=_data_text("vocab.ttl"), format="turtle")
         labels: dict[str, dict[str, str]] = {}
         for subject, label in graph.subject_objects(RDFS.label):

@@ -8,9 +8,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from pyld import jsonld
-from pyld.jsonld import JsonLdError
-
 CONTEXT_URL = "https://w3id.org/omds-ld/context.jsonld"
 BC = "https://w3id.org/omds-ld/bc#"
 P = "https://w3id.org/omds-ld/p#"
@@ -52,6 +49,8 @@ def document_loader(url: str, options: dict[str, Any] | None = None) -> dict[str
 
 def expand(document: dict[str, Any]) -> list[dict[str, Any]]:
     """Expand a JSON-LD document of the norm with the local context only."""
+    from pyld import jsonld  # only where JSON-LD is processed: a start never pays for it
+
     result: list[dict[str, Any]] = jsonld.expand(document, {"documentLoader": document_loader})
     return result
 
@@ -166,6 +165,9 @@ def canonical(
         (text and _canonical_text(text, document)) or _canonical_already(document)
     ):
         return document
+    from pyld import jsonld
+    from pyld.jsonld import JsonLdError
+
     options = {"documentLoader": document_loader}
     try:
         expanded = jsonld.expand(document, options)

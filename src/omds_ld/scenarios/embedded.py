@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import httpx
@@ -22,11 +23,26 @@ def free_port() -> int:
         return port
 
 
+# how long a server may take to start at most (``OMDS_LD_START_SECONDS``): it is ready when it
+# says so (healthz answers), on a busy machine much later than on an idle one
+START_SECONDS = 300.0
+
+
+def start_seconds(environment: Mapping[str, str]) -> float:
+    """The longest a server may take to start: ``OMDS_LD_START_SECONDS`` or ``START_SECONDS``."""
+    try:
+        return float(environment.get("OMDS_LD_START_SECONDS", START_SECONDS))
+    except ValueError:
+        return START_SECONDS
+
+
 def wait_until_healthy(
-    process: subprocess.Popen[bytes], url: str, log: Path, what: str, seconds: float = 30.0
+    process: subprocess.Popen[bytes], url: str, log: Path, what: str, seconds: float | None = None
 ) -> None:
-    """Until ``url``/healthz answers 200; the process's log in the error if it exits or hangs."""
-    deadline = time.monotonic() + seconds
+    """Until ``url``/healthz answers 200 (the process's own word that it is ready), however long
+    that takes on a busy machine, up to ``seconds`` (``start_seconds``); the process's log in
+    the error if it exits or never says so. The caller stops a process that did not start."""
+    deadline = time.monotonic() + (start_seconds(os.environ) if seconds is None else seconds)
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{what} exited: {log.read_text()[-2000:]}")
@@ -40,7 +56,7 @@ def wait_until_healthy(
 
 
 @contextlib.contextmanager
-def example_server(timeout: float = 30.0, extra_args: Sequence[str] = ()) -> Iterator[str]:
+def example_server(timeout: float | None = None, extra_args: Sequence[str] = ()) -> Iterator[str]:
     """Start ``omds-ld serve`` on a fresh store (with ``extra_args``); yield its base URL; stop
     it afterwards."""
     with tempfile.TemporaryDirectory(prefix="omds-ld-") as folder:

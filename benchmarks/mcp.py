@@ -12,6 +12,8 @@ interface. Then prints:
 - with authorization: the same calls with a broker's access token (checked on every request,
   exchanged for the insurer's token, which the insurer checks) against the same calls without,
   interleaved on the same server, and what a token's first exchange costs;
+- the tokens a model reads and writes per flow, in a 2025-11-25 session and sessionless
+  (2026-07-28, the client carrying what it was shown as ``seen``), side by side;
 - a motor comparison at ten insurers (``benchmarks/comparison.py``): the tokens a model reads in
   all, through our servers, the broker endpoint and FastMCP's, against ten times one insurer.
 
@@ -426,6 +428,93 @@ async def measure(
     )
 
 
+class Reading:
+    """The tokens a model reads (each answer's text) and writes of the memory it carries (the
+    ``seen`` it sends back) in one flow, calling the tools as the answers' next steps say."""
+
+    def __init__(self, client: Client) -> None:
+        self.client, self.read, self.sent, self.calls = client, 0, 0, 0
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, arguments)
+        if result.is_error:
+            raise RuntimeError(result.content[0].text)
+        self.read += tokens(result.content[0].text)
+        self.sent += tokens(arguments.get("seen") or "")
+        self.calls += 1
+        return answer_of(result)
+
+    async def follow(self, answer: dict[str, Any], tool: str, **extra: Any) -> dict[str, Any]:
+        step = next_step(answer["nextSteps"], tool)
+        return await self.call(tool, {**step.get("arguments", {}), **extra})
+
+
+async def edited_draft(way: Reading, name: str, risk: dict[str, Any]) -> None:
+    """listProducts → createCalculation → createRiskObject → calculatePremium → an edit (a
+    component included or left out) → calculatePremium → readCalculation."""
+    answer = await way.call("listProducts", {})
+    step = next_step(answer["nextSteps"], "createCalculation", PRODUCTS[name])
+    answer = await way.call("createCalculation", {"body": step["body"]})
+    answer = await way.follow(answer, "createRiskObject", body=risk)
+    answer = await way.follow(answer, "calculatePremium")
+    edit = "includeComponent" if any(
+        s["tool"] == "includeComponent" for s in answer["nextSteps"]
+    ) else "excludeComponent"  # fmt: skip
+    answer = await way.follow(answer, edit)
+    answer = await way.follow(answer, "calculatePremium")
+    await way.follow(answer, "readCalculation")
+
+
+async def two_inquiries(way: Reading, name: str) -> None:
+    """listProducts → readDefaultInstance → inquireTariff → inquireTariff (another car)."""
+    answer = await way.call("listProducts", {})
+    answer = await way.follow(answer, "readDefaultInstance")
+    body = answer["body"]
+    body["p:instance"]["p:hasRiskObject"] = [SKODA]
+    answer = await way.follow(answer, "inquireTariff", body=body)
+    body["p:instance"]["p:hasRiskObject"] = [{**SKODA, "p:powerKw": 150}]
+    await way.follow(answer, "inquireTariff", body=body)
+
+
+async def flow_tokens(server: ExampleServer, name: str, mode: str) -> Reading:
+    async with Client(server.mcp(name), mode=mode, extensions=[answer_extension()]) as client:
+        way = Reading(client)
+        if name == "disrupto":
+            await two_inquiries(way, name)
+        else:
+            await edited_draft(way, name, SKODA if name == "pfefferminzia" else FLAT)
+        return way
+
+
+async def tokens_by_era(server: ExampleServer, runs: int = 3) -> None:
+    """The same flows in a 2025-11-25 session (the server remembers what it showed) and
+    sessionless (2026-07-28: the client carries it, ``seen``): tokens a model reads and writes,
+    the median of ``runs`` (every case has new ids, which tokenize differently)."""
+    print("tokens per flow a model reads (answers' text) and writes (seen), a session against "
+          f"none (median of {runs})")  # fmt: skip
+    print(f"  {'flow':<32} {'calls':>5} {'session':>8} {'sessionless':>12} {'of it seen':>11} "
+          f"{'ratio':>6}")  # fmt: skip
+    totals = [0, 0]
+    for name in PRODUCTS:
+        figures = []
+        for mode in ("legacy", SESSIONLESS):
+            readings = [await flow_tokens(server, name, mode) for _ in range(runs)]
+            figures.append((
+                statistics.median(r.read + r.sent for r in readings),
+                statistics.median(r.sent for r in readings),
+                readings[0].calls,
+            ))  # fmt: skip
+        (with_session, _, calls), (without, sent, _) = figures
+        totals = [totals[0] + with_session, totals[1] + without]
+        flow = f"{name} · {'two inquiries' if name == 'disrupto' else 'an edited draft'}"
+        print(f"  {flow:<32} {calls:>5} {with_session:>8.0f} {without:>12.0f} {sent:>11.0f} "
+              f"{without / with_session:>6.2f}")  # fmt: skip
+    print(f"  {'all flows':<32} {'':>5} {totals[0]:>8.0f} {totals[1]:>12.0f} {'':>11} "
+          f"{totals[1] / totals[0]:>6.2f}")  # fmt: skip
+    print(f"  target: sessionless at most 1.2 times a session's, all flows: "
+          f"{totals[1] / totals[0]:.2f}: {totals[1] <= 1.2 * totals[0]}")  # fmt: skip
+
+
 async def authorized_latency(server: ExampleServer, count: int) -> None:
     """What authorization adds per call: the same server takes calls with a token (the demo's
     optional mode checks a token that is sent) and without; interleaved, p50."""
@@ -521,6 +610,7 @@ def main() -> None:
                 peers[name], urls[name] = start_peer(server.api(name))
                 wait_started(peers[name], urls[name])
             asyncio.run(measure(server, urls, standalone, args.requests))
+            asyncio.run(tokens_by_era(server))
             asyncio.run(authorized_latency(server, args.requests))
         finally:
             for process in peers.values():

@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.servers import started
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(script: str, *args: str) -> str:
-    result = subprocess.run(
+    """A benchmark as its reader runs it, in a process group of its own: however it ends, the
+    servers it started end with it."""
+    process = started(subprocess.Popen(
         [sys.executable, str(ROOT / "benchmarks" / script), *args],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        start_new_session=True,
+    ))  # fmt: skip
+    try:
+        stdout, stderr = process.communicate(timeout=1800)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # whatever of its group is still there
+    assert process.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    return stdout
 
 
 def test_insurer_benchmark_prints_latency_and_throughput() -> None:
@@ -32,11 +45,15 @@ def test_mcp_benchmark_compares_sizes_and_latency() -> None:
         assert heading in out
     assert "FastMCP" in out and "all flows" in out
     assert "sessionless" in out and "standalone" in out
+    eras = out.split("tokens per flow a model reads", 1)[1]
+    for flow in ("pfefferminzia · an edited draft", "disrupto · two inquiries", "all flows"):
+        assert flow in eras
     comparison = out.split("a motor comparison at 4 insurers", 1)[1]
     for way in ("one MCP server per insurer", "the broker endpoint", "FastMCP's OpenAPI server",
                 "4 times one insurer"):  # fmt: skip
         assert way in comparison
     assert "premiums the same every way: True" in comparison
+    assert "the same in protocol 2026-07-28, sessionless" in comparison
 
 
 def test_load_benchmark_runs_whole_flows_in_both_eras() -> None:
@@ -65,3 +82,12 @@ def test_against_benchmark_runs_the_flows_on_an_earlier_commits_server_and_this_
             assert float(row.split()[-2]) > 0, out  # flows/s: flows reached the premium
     assert "a flow failed" not in out, out
     assert "now / before" in out
+
+
+def test_startup_benchmark_times_whole_processes_against_a_bare_interpreter() -> None:
+    out = run("startup.py", "--runs", "1")
+    for arm in ("python -c pass (baseline)", "omds-ld --version", "a configuration error",
+                "mcp --stdio to initialize", "mcp --stdio to tools/list",
+                "serve to its first 200"):  # fmt: skip
+        line = next(line for line in out.splitlines() if line.startswith(arm))
+        assert line.rstrip().endswith("x"), line  # a multiple of the baseline, not a bare time

@@ -597,12 +597,47 @@ def test_in_a_session_an_edits_answer_names_the_unchanged_draft_and_a_read_shows
 
     run(server, "pfefferminzia", body, mode="legacy")
 
-    async def sessionless(client: Client) -> None:  # no session: nothing was shown before
+
+
+def test_without_a_session_the_client_carries_what_it_was_shown_and_the_server_keeps_nothing(
+    server: ExampleServer,
+) -> None:
+    """#39: a sessionless client (2026-07-28) gets an edit's answer as short as a session's
+    when it sends back the seen its last answer gave with the next steps; without it, or with
+    one of another case, or with one that is none of ours, the answer is whole (never an
+    error); the server remembers nothing of the client between calls."""
+
+    async def body(client: Client) -> None:
         case = await new_case(client)
-        added = await follow(client, step(case, "createRiskObject"), SKODA)
+        create = step(case, "createRiskObject")
+        seen = answer_of(case)["seen"]
+        assert create["arguments"]["seen"] == seen and f"seen={seen}:" in case.content[0].text
+        assert case.structured_content["seen"] == seen  # a model's host reads it too
+        added = await follow(client, create, SKODA)
+        text = added.content[0].text
+        assert "Draft of Kraftfahrt 2025 ~/draft: unchanged since the last answer" in text
+        assert "[x] Kfz-Haftpflicht" not in text and "Still at the insurer's default" not in text
+        priced = await follow(client, step(added, "calculatePremium"))
+        assert "Risk objects: as before" in priced.content[0].text
+        other = await new_case(client)
+        without = {k: v for k, v in create["arguments"].items() if k != "seen"}
+        for sent in ({}, {"seen": answer_of(other)["seen"]}, {"seen": "bm90LW91cnM"}):
+            again = await client.call_tool(
+                "updateRiskObject", {**without, "riskObjectId": "1", "body": SKODA, **sent}
+            )
+            assert not again.is_error, again.content[0].text
+            assert "[x] Kfz-Haftpflicht" in again.content[0].text, sent
+
+    run(server, "pfefferminzia", body)
+
+    async def stripped(client: Client) -> None:  # a model that drops it: the answer is whole
+        case = await new_case(client)
+        create = dict(step(case, "createRiskObject"))
+        create["arguments"] = {k: v for k, v in create["arguments"].items() if k != "seen"}
+        added = await follow(client, create, SKODA)
         assert "[x] Kfz-Haftpflicht" in added.content[0].text
 
-    run(server, "pfefferminzia", sessionless)
+    run(server, "pfefferminzia", stripped)
 
 
 def test_structured_content_is_a_summary_no_larger_than_the_text_and_meta_has_all(

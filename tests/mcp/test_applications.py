@@ -182,7 +182,9 @@ def test_a_client_that_cannot_ask_gets_a_confirmation_page_then_the_retry_applie
     made: dict[str, Any] = {}
 
     async def retry(client: Client) -> None:
-        result = await client.call_tool("createApplication", state["arguments"])
+        # how the answer is shown is no part of what binds: another seen or full is the same call
+        arguments = {**state["arguments"], "seen": "IQEjRWeJ", "full": True}
+        result = await client.call_tool("createApplication", arguments)
         assert not result.is_error, result.content[0].text
         made.update(answer_of(result)["application"])
 

@@ -72,15 +72,18 @@ def test_a_model_is_shown_a_lean_schema_that_admits_all_the_full_one_admits() ->
     assert "bc:consent" in body["description"] and "bc:offerDigest" in body["description"]
 
 
-def test_inputs_are_parameters_body_key_and_full() -> None:
+def test_inputs_are_parameters_body_key_full_and_seen() -> None:
     spec = by_name(tools(NORM, True))["createRiskObject"]
     schema = spec.input_schema
-    assert set(schema["properties"]) == {"caseId", "body", "idempotencyKey", "full"}
+    assert set(schema["properties"]) == {"caseId", "body", "idempotencyKey", "full", "seen"}
     assert schema["required"] == ["caseId", "body"]
     validator = Draft202012Validator(schema)
     assert validator.is_valid({"caseId": "abc", "body": {"@type": "p:Vehicle", "p:make": "Skoda"}})
     assert not validator.is_valid({"caseId": "abc", "body": {"p:make": "Skoda"}})
     assert not validator.is_valid({"caseId": "abc", "body": {"@type": "p:Vehicle"}, "extra": 1})
+    sent = {"caseId": "abc", "body": {"@type": "p:Vehicle"}}
+    assert validator.is_valid({**sent, "seen": "IaaHw1K6-_"})
+    assert not validator.is_valid({**sent, "seen": "not a token"})
 
 
 def test_recursive_bodies_resolve_in_the_input_schema() -> None:

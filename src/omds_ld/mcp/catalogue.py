@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from omds_ld.mcp.seen import MAX_TOKEN_LENGTH
 from omds_ld.norm import Norm, Operation
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -88,7 +89,8 @@ def annotations_for(operation: Operation) -> Annotations:
 
 
 def input_schema(operation: Operation) -> dict[str, Any]:
-    """The tool's arguments: path and query parameters, ``body``, ``idempotencyKey``, ``full``.
+    """The tool's arguments: path and query parameters, ``body``, ``idempotencyKey``, ``full``,
+    ``seen`` (what a client without a session was shown: ``omds_ld.mcp.seen``).
 
     The request schema keeps its canonical form; its ``$defs`` move to the root of the input
     schema so that every ``#/$defs/...`` reference resolves there.
@@ -120,6 +122,12 @@ def input_schema(operation: Operation) -> dict[str, Any]:
             "description": "a retry with the same key acts once",
         }
     properties["full"] = {"type": "boolean", "description": "add the insurer's whole JSON-LD"}
+    properties["seen"] = {
+        "type": "string",
+        "maxLength": MAX_TOKEN_LENGTH,
+        "pattern": "^[A-Za-z0-9_-]*$",
+        "description": "the seen of your last answer, where it had one",
+    }
     schema: dict[str, Any] = {
         "type": "object",
         "properties": properties,
@@ -162,6 +170,7 @@ def shown_schema(operation: Operation) -> dict[str, Any]:
     if operation.takes_idempotency_key:
         properties["idempotencyKey"] = {"type": "string"}
     properties["full"] = {"type": "boolean"}
+    properties["seen"] = {"type": "string"}  # a client without a session: what it was shown
     # no "additionalProperties": false: google-genai's MCP conversion crashes on a boolean there
     # (it loads none of the tools), and the server refuses an argument the tool has not anyway
     return {"type": "object", "properties": properties, "required": required}

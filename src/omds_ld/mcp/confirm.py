@@ -341,8 +341,9 @@ def _defaults(schema: types.ElicitRequestedSchema) -> dict[str, str] | None:
 
 def call_digest(insurer: str, broker: str, tool: str, arguments: Mapping[str, Any]) -> str:
     """What a confirmation is bound to: the insurer, the broker and the call's arguments (the
-    idempotencyKey included: another key is another act, asked anew)."""
-    content = {k: v for k, v in arguments.items() if k != "full"}
+    idempotencyKey included: another key is another act, asked anew; not how the answer is
+    shown: ``full``, ``seen``)."""
+    content = {k: v for k, v in arguments.items() if k not in ("full", "seen")}
     canonical = json.dumps(
         {"insurer": insurer, "broker": broker, "tool": tool, "arguments": content},
         sort_keys=True,

@@ -36,6 +36,7 @@ from omds_ld.mcp.confirm import Confirmations, Person
 from omds_ld.mcp.gate import Gate
 from omds_ld.mcp.refusal import Refusal
 from omds_ld.mcp.requestlog import RequestLog, field_names
+from omds_ld.mcp.seen import Carried
 from omds_ld.mcp.state import StateStore, StateUnavailable
 from omds_ld.mcp.transport import InsurerUnavailable
 from omds_ld.mcp.upstream import CALLER, Upstream, UpstreamResponse
@@ -721,8 +722,10 @@ class Executor:
         arguments: Mapping[str, Any],
         offered: Collection[str] | None,
     ) -> types.CallToolResult:
-        """The insurer's answer condensed for this session; ``full`` adds the whole JSON-LD."""
+        """The insurer's answer condensed for this session (or, without one, for what the
+        client carries: its ``seen``); ``full`` adds the whole JSON-LD."""
         memory = self._memory(log.get("session"))
+        carried = None if log.get("session") else Carried.read(arguments.get("seen"))
         seen = memory.shapes
         condensed = condense(
             body,
@@ -739,6 +742,7 @@ class Executor:
             shared=_shared(),
             deprecated=self.deprecated,
             sent=arguments.get("body"),
+            carried=carried,
         )
         seen.update(s["@id"] for s in body.get("bc:shape", []) if "@id" in s)
         for iri, shown in condensed.drafts.items():  # the latest last

@@ -9,7 +9,7 @@ compact text, and as ``structuredContent`` matching ``OUTPUT_SCHEMA``.
 One module per part of an answer: ``draft`` (the tree, defaults, risk objects), ``report`` (the
 validation report), ``premium``, ``steps`` (next steps), ``shapes`` (their fields, by
 ``fields``), one reader per answer type (``readers``), what the session was shown before
-(``memory``), the structured form and where it travels (``form``), all written through one
+(``memory``; a client without a session carries it: ``omds_ld.mcp.seen``), the structured form and where it travels (``form``), all written through one
 ``writer``; ``answers`` puts a whole answer together.
 """
 

@@ -12,6 +12,7 @@ from omds_ld.mcp.condense.report import write_validation
 from omds_ld.mcp.condense.shapes import write_shapes
 from omds_ld.mcp.condense.steps import instead, offered_only, write_next_steps
 from omds_ld.mcp.condense.writer import Condensed, Shared, Writer, local, many
+from omds_ld.mcp.seen import Carried
 
 
 def condense(
@@ -29,6 +30,7 @@ def condense(
     shared: Shared | None = None,
     deprecated: Mapping[str, str] | None = None,
     sent: Any = None,
+    carried: Carried | None = None,
 ) -> Condensed:
     """Condense one answer of the insurer, in the norm's canonical JSON-LD form.
 
@@ -40,8 +42,14 @@ def condense(
     ``insurer``); ``shared`` is what the broker endpoint's session was shown at any insurer.
     ``deprecated`` names the norm's deprecated operations (with what to use instead): a call of
     one and a next step to one say so. ``sent`` is the body of the call answered: a risk object
-    stored with the fields it sent is said to be so, its values not repeated.
+    stored with the fields it sent is said to be so, its values not repeated. ``carried`` is
+    the memory a client without a session sent (its last answer's ``seen``): it stands for
+    ``shapes_seen`` and ``drafts_seen``, and the answer's own ``seen`` goes out with its next
+    steps.
     """
+    if carried is not None:
+        shapes_seen = carried.shapes_seen
+        drafts_seen = None if drafts_seen is None else carried.drafts_seen
     w = Writer(language)
     w.shared, w.insurer, w.deprecated = shared, insurer, deprecated or {}
     w.sent = _sent_risk_objects(sent)
@@ -69,6 +77,8 @@ def condense(
         # a shape only steps with a ready body expect needs no field list: the body fills it
         filled = {s["@id"] for s in shapes if s["@id"] not in open_steps}
         write_shapes(w, shapes, shapes_seen, filled | ready_fills)
+    if carried is not None:
+        carry(w, carried.after(w.drafts, shape_names))
     w.report_missing()
     w.settle_abbreviation()
     _provenance(w, provenance)
@@ -171,3 +181,18 @@ def _provenance(w: Writer, provenance: Mapping[str, Any]) -> None:
             "nothing was done again.",
         )
     w.data["provenance"] = dict(provenance)
+
+
+def carry(w: Writer, memory: Carried) -> None:
+    """The answer's ``seen``: among the arguments every next step takes (text and structured),
+    and in the structured answer."""
+    token = memory.token()
+    w.data["seen"] = token
+    steps = w.data.get("nextSteps")
+    if w.steps_heading is None or not steps:
+        return
+    heading = w.lines[w.steps_heading]
+    given = " " if ", each with " in heading else ", each with "
+    w.lines[w.steps_heading] = f"{heading[:-1]}{given}seen={token}:"
+    for step in steps:
+        step["arguments"] = {**step.get("arguments", {}), "seen": token}

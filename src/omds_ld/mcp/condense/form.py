@@ -26,6 +26,7 @@ STRUCTURED_SCHEMA: dict[str, Any] = {
         "status": {"type": "integer"},
         "process": {"type": "string", "enum": ["draft at the server", "inquiry"]},
         "applying": {"type": "string"},
+        "seen": {"type": "string"},  # to a client without a session: send it with the next call
         **{
             name: _OBJECT
             for name in (
@@ -91,6 +92,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "insurer": {"type": "string"},
         "status": {"type": "integer"},
         "process": STRUCTURED_SCHEMA["properties"]["process"],
+        "seen": {"type": "string"},
         **{name: _OBJECT for name in SUMMARY_PARTS},
     },
 }
@@ -99,7 +101,9 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 def summary_of(structured: Mapping[str, Any]) -> dict[str, Any]:
     """The structuredContent of an answer: a summary of its whole structured form."""
     out = {
-        k: structured[k] for k in ("operation", "insurer", "status", "process") if k in structured
+        k: structured[k]
+        for k in ("operation", "insurer", "status", "process", "seen")
+        if k in structured
     }
     for part, keys in SUMMARY_PARTS.items():
         whole = structured.get(part)

@@ -2,7 +2,8 @@
 case's last answer in this session (an edit's answer says "unchanged", "as before"), and in a
 broker endpoint's session what was shown at another insurer ("as for Disrupto"). Pure: the
 memory comes in with the call (``drafts_seen``, ``Shared``) and goes out with the answer
-(``Condensed.drafts``)."""
+(``Condensed.drafts``); a client without a session carries it
+(``omds_ld.mcp.seen``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ DEFAULTS_AS_BEFORE = "Still at the insurer's default: as before"
 
 
 def digest_of(lines: Sequence[str]) -> str:
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+    """What stands for lines shown (32 bits: a client without a session carries it)."""
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:8]
+
+
+def step_digest(text: str) -> str:
+    """What stands for a next step's line (24 bits: an answer lists up to 30)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:6]
 
 
 def same_as_last(

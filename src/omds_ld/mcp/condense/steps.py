@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from omds_ld.mcp.condense.memory import digest_of
+from omds_ld.mcp.condense.memory import step_digest
 from omds_ld.mcp.condense.writer import Writer, as_json, label, local, many
 from omds_ld.mcp.scope import bound
 
@@ -35,6 +35,7 @@ def write_next_steps(
         else {}
     )
     shared = " ".join(f"{k}={v}" for k, v in common.items())
+    w.steps_heading = len(w.lines)
     w.line(f"{heading}{f', each with {shared}' if shared else ''}:")
     out = []
     lines: list[str | Plain] = []
@@ -112,7 +113,7 @@ def step_lines(w: Writer, texts: list[str]) -> None:
     case listed the same are named by their tools only ("as before: …")."""
     case = (w.data.get("case") or {}).get("iri") or w.inquired
     key = f"{case} next steps"
-    digests = [digest_of([t]) for t in texts]
+    digests = [step_digest(t) for t in texts]
     before = set(w.drafts_before.get(key, "").split(",")) if w.name_unchanged else set()
     if case:
         w.drafts[key] = ",".join(digests)

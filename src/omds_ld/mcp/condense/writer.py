@@ -83,6 +83,7 @@ class Writer:
         self.name_unchanged = False
         self.drafts: dict[str, str] = {}
         self.shared: Shared | None = None  # a broker session's memory across its insurers
+        self.steps_heading: int | None = None  # the line that says what every next step takes
         # the risk objects the call sent (its body, or an inquiry's instance's): one stored
         # with the same fields is not written out again
         self.sent: list[dict[str, Any]] = []

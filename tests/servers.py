@@ -68,6 +68,8 @@ class ExampleServer:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
+    # how the interpreter runs the command line: the module, or a script that calls its main
+    command: Sequence[str] = ("-m", "omds_ld.cli")
 
     @property
     def url(self) -> str:
@@ -102,7 +104,7 @@ class ExampleServer:
     def start(self) -> None:
         self.log = self.database.with_suffix(".log")
         command = [
-            sys.executable, "-m", "omds_ld.cli", "serve",
+            sys.executable, *self.command, "serve",
             "--port", str(self.port), "--database", str(self.database),
             "--log-level", "warning", *self.extra_args,
         ]  # fmt: skip

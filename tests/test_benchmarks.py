@@ -91,3 +91,11 @@ def test_startup_benchmark_times_whole_processes_against_a_bare_interpreter() ->
                 "serve to its first 200"):  # fmt: skip
         line = next(line for line in out.splitlines() if line.startswith(arm))
         assert line.rstrip().endswith("x"), line  # a multiple of the baseline, not a bare time
+
+
+def test_asking_benchmark_sets_a_client_that_can_ask_against_one_that_cannot() -> None:
+    out = run("asking.py", "--calls", "20", "--rounds", "1")
+    for era in ("2025-11-25", "2026-07-28"):
+        for who in ("cannot ask", "can ask"):
+            line = next(x for x in out.splitlines() if f"{era} · a client that {who}" in x)
+            assert " x " in line  # a ratio to the client that cannot ask

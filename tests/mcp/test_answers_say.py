@@ -598,7 +598,6 @@ def test_in_a_session_an_edits_answer_names_the_unchanged_draft_and_a_read_shows
     run(server, "pfefferminzia", body, mode="legacy")
 
 
-
 def test_without_a_session_the_client_carries_what_it_was_shown_and_the_server_keeps_nothing(
     server: ExampleServer,
 ) -> None:

@@ -2,16 +2,17 @@
 machinery (``SessionBinding._answer_directly``): what it is answered is what the SDK answers, in
 both protocol eras.
 
-The reference is a client that declares elicitation in form mode (its 2025 session's answers
-come as a stream, SSE): the SDK answers all of its calls (tests/mcp/test_endpoint_steps.py shows
-which calls reach the SDK). Both make the same calls, in the same order, on the same server;
-their results must be the same but for the moment each was made.
+The reference is the same calls at a server in a process with a tracer provider set, where the
+SDK answers every call (tests/mcp/test_endpoint_steps.py shows which calls reach the SDK). The
+clients make the same calls, in the same order; their results must be the same but for the
+moment each was made and the case's id.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -111,45 +112,87 @@ def _case_free(answer: dict[str, Any], case: str, placeholder: str) -> dict[str,
     return dict(json.loads(text))
 
 
+# ``omds-ld serve`` in a process with a tracer provider set: the SDK answers every call there
+# (the direct path keeps the SDK's spans whole by leaving traced servers alone)
+TRACED = (
+    "import sys; from opentelemetry import trace; "
+    "trace.set_tracer_provider(trace.NoOpTracerProvider()); "
+    "from omds_ld.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleServer]:
+    folder = tmp_path_factory.mktemp("traced")
+    reference = ExampleServer(folder / "omds-ld.sqlite3", command=("-c", TRACED))
+    reference.start()
+    try:
+        yield reference
+    finally:
+        reference.stop()
+
+
+def _calls(session: Session | Sessionless, at: ExampleServer) -> list[dict[str, Any]]:
+    """The same calls in the same order: reads, a draft's edits, three refusals, and params
+    that are no tools/call at all (the SDK's JSON-RPC error); the server's own address as
+    SERVER."""
+    kept = [
+        session.call("listProducts", {}),
+        session.call("readProduct", {"productId": "kraftfahrt-2025"}),
+    ]
+    created = session.call("createCalculation", {"body": {"p:hasRootProduct": PRODUCT}})
+    case = created["result"]["structuredContent"]["case"]["caseId"]
+    for answer in (
+        created,
+        session.call("createRiskObject", {"caseId": case, "body": SKODA}),
+        session.call("readCalculation", {"caseId": case}),
+        session.call("calculatePremium", {"caseId": case}),
+        # refused by the MCP server, by the insurer, and a tool that is not there
+        session.call("createRiskObject", {"caseId": case, "body": {"@type": 5}}),
+        session.call("readCalculation", {"caseId": "no-such-case"}),
+        session.call("noSuchTool", {}),
+    ):
+        kept.append(_case_free(answer, case, "CASE"))
+    kept.append(session.send("tools/call", {"name": "listProducts", "arguments": 5}))
+    for answer in kept:
+        answer.pop("id")
+    return [json.loads(json.dumps(a).replace(at.url, "SERVER")) for a in kept]
+
+
 @pytest.mark.parametrize("declared", [False, True], ids=["plain", "whole answer declared"])
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
 def test_a_tool_call_answered_beside_the_sdk_is_answered_as_the_sdk_answers_it(
-    era: str, declared: bool, server: ExampleServer
+    era: str, declared: bool, server: ExampleServer, traced: ExampleServer
 ) -> None:
-    url = server.mcp("pfefferminzia")
+    """A client that cannot be asked and one that can (elicitation in form mode: only a binding
+    call asks, and those the SDK answers) are both answered beside the SDK, as the SDK answers
+    the same calls at a server where it answers them all."""
     kind = Session if era == "2025-11-25" else Sessionless
     extension = {"extensions": {ANSWER_META: {}}} if declared else {}
+    answers: dict[str, list[dict[str, Any]]] = {}
+    media: dict[str, list[str]] = {}
     with httpx.Client(timeout=30) as http:
-        plain = kind(http, url, {**extension})
-        asking = kind(http, url, {"elicitation": {"form": {}}, **extension})
-        answers: dict[str, list[dict[str, Any]]] = {"plain": [], "asking": []}
-        warm = Session(http, url, {})  # the reads come from the MCP server's cache for both
-        warm.call("listProducts", {}), warm.call("readProduct", {"productId": "kraftfahrt-2025"})
-        for label, session in (("plain", plain), ("asking", asking)):
-            kept = answers[label]
-            kept.append(session.call("listProducts", {}))
-            kept.append(session.call("readProduct", {"productId": "kraftfahrt-2025"}))
-            created = session.call("createCalculation", {"body": {"p:hasRootProduct": PRODUCT}})
-            case = created["result"]["structuredContent"]["case"]["caseId"]
-            for answer in (
-                created,
-                session.call("createRiskObject", {"caseId": case, "body": SKODA}),
-                session.call("readCalculation", {"caseId": case}),
-                session.call("calculatePremium", {"caseId": case}),
-                # refused by the MCP server, by the insurer, and a tool that is not there
-                session.call("createRiskObject", {"caseId": case, "body": {"@type": 5}}),
-                session.call("readCalculation", {"caseId": "no-such-case"}),
-                session.call("noSuchTool", {}),
-            ):
-                kept.append(_case_free(answer, case, "CASE"))
-            # params that are no tools/call at all: the SDK's JSON-RPC error, in both
-            kept.append(session.send("tools/call", {"name": "listProducts", "arguments": 5}))
-    if era == "2025-11-25":
-        assert set(asking.media) == {"text/event-stream"}  # the reference came from the SDK
-    assert set(plain.media) == {"application/json"}
-    for mine, reference in zip(answers["plain"], answers["asking"], strict=True):
-        mine.pop("id"), reference.pop("id")
-        assert _steady(mine) == _steady(reference)
+        for label, at, capabilities in (
+            ("plain", server, {}),
+            ("asking", server, {"elicitation": {"form": {}}}),
+            ("reference", traced, {"elicitation": {"form": {}}}),
+        ):
+            url = at.mcp("pfefferminzia")
+            warm = Session(http, url, {})  # the reads come from the MCP server's cache for all
+            (
+                warm.call("listProducts", {}),
+                warm.call("readProduct", {"productId": "kraftfahrt-2025"}),
+            )
+            session = kind(http, url, {**capabilities, **extension})
+            answers[label], media[label] = _calls(session, at), session.media
+    if era == "2025-11-25":  # the reference's session streams its answers: it came from the SDK
+        assert set(media["reference"]) == {"text/event-stream"}
+    # answered beside the SDK: in JSON, even to a session that streams (only the last call,
+    # which is no tools/call, reached the SDK)
+    assert set(media["plain"][:-1]) == set(media["asking"][:-1]) == {"application/json"}
+    for label in ("plain", "asking"):
+        for mine, reference in zip(answers[label], answers["reference"], strict=True):
+            assert _steady(mine) == _steady(reference), label
     for kept in answers.values():  # the whole structured answer where declared, else not
         assert [ANSWER_META in (a["result"].get("_meta") or {}) for a in kept[:9]] == [declared] * 9
     premium = answers["plain"][5]["result"]["structuredContent"]

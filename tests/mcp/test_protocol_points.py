@@ -40,9 +40,9 @@ def test_a_resource_nobody_serves_is_invalid_params_naming_its_uri(
 def test_a_2025_stream_is_primed_with_an_event_id_and_a_retry_interval(
     server: ExampleServer,
 ) -> None:
-    """SEP-1699: a session that can be asked (it declared elicitation) is answered as SSE; its
-    stream begins with an event that has an id and no data, and says how long to wait before
-    resuming; the answer's own event has an id too."""
+    """SEP-1699: a session that can be asked (it declared elicitation) is answered by the SDK as
+    SSE; its stream begins with an event that has an id and no data, and says how long to wait
+    before resuming; the answer's own event has an id too."""
     url = server.mcp("pfefferminzia")
     asking = {**INITIALIZE["params"], "capabilities": {"elicitation": {"form": {}}}}  # type: ignore[dict-item]
     with httpx.Client(timeout=30) as http:
@@ -51,8 +51,8 @@ def test_a_2025_stream_is_primed_with_an_event_id_and_a_retry_interval(
                    "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
         http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
                   headers=session)  # fmt: skip
-        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                "params": {"name": "listProducts", "arguments": {}}}  # fmt: skip
+        # what the SDK answers (a tool call that binds nobody is answered beside it, in JSON)
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
         answered = http.post(url, json=call, headers=session)
     assert answered.headers["content-type"].startswith("text/event-stream")
     events = [e for e in answered.text.replace("\r\n", "\n").split("\n\n") if e.strip()]

@@ -392,10 +392,10 @@ class SessionBinding:
         streams, tasks and middleware cost more than the call's own work): the same connector
         call, its result shaped for the wire by the SDK's serializer for the protocol version
         (and stamped with the server's info in the 2026-07-28 era, as the SDK does). Only where
-        nothing but the answer can pass: a client that cannot be asked within a call (a 2025
-        session answered in JSON, a 2026-07-28 envelope without elicitation in form mode), a
-        tool that binds no customer, no OpenTelemetry tracing set up (the SDK's spans stay
-        whole). True if answered here."""
+        nothing but the answer can pass: a tool that binds no customer (only a binding call
+        asks the person, so a client that can be asked is answered here too, in JSON even where
+        its session streams), no OpenTelemetry tracing set up (the SDK's spans stay whole).
+        True if answered here."""
         call = _direct_call(exchange)
         if call is None or self.connector is None:
             return False
@@ -625,8 +625,8 @@ def _direct_call(
         if not isinstance(route, InboundModernRoute):
             return None
         capabilities = route.client_capabilities
-    if _can_ask(capabilities):
-        return None
+    # a client that can be asked is answered here too: only a binding call asks, and those the
+    # SDK answers (SessionBinding._answer_directly)
     try:
         validate_client_request("tools/call", version, message.get("params"))
         params = types.CallToolRequestParams.model_validate(message.get("params"), by_name=False)

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import httpx
 
 from omds_ld.mcp.condense import answer_of
+from omds_ld.scenarios.embedded import start_seconds
 from tests.mcp.clients import Client
 from tests.mcp.test_http import HEADERS, INITIALIZE
-from tests.servers import ExampleServer, McpServer, free_port
+from tests.servers import ExampleServer, McpServer, free_port, started
 
 
 def _closed(sock: socket.socket, within: float) -> float | None:
@@ -105,6 +110,91 @@ def test_the_head_cap_holds_whatever_the_reads(server: ExampleServer) -> None:
         assert answered.count(b"HTTP/1.1 200") <= (1 if what == "pipelined" else 0), what
     with httpx.Client() as client:  # the server itself is as it was
         assert client.get(server.url + "/healthz").status_code == 200
+
+
+def _get(sock: socket.socket, path: str) -> bytes:
+    """One request on this connection, and its whole answer (a length given, as here)."""
+    sock.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path.encode())
+    sock.settimeout(30)
+    answer = b""
+    while b"\r\n\r\n" not in answer and (chunk := sock.recv(65536)):
+        answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length: *(\d+)", head)
+    while length and len(body) < int(length[1]) and (chunk := sock.recv(65536)):
+        body += chunk
+    return answer if not length else head + b"\r\n\r\n" + body
+
+
+def test_a_connection_idle_as_long_as_clients_keep_one_is_still_served(
+    server: ExampleServer,
+) -> None:
+    """httpx (the MCP SDK's client) sends on a connection idle up to 5 s, aiohttp up to 15 s:
+    the server must not be closing it then, or the request is lost in the close."""
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        assert _get(sock, "/healthz").startswith(b"HTTP/1.1 200 ")
+        time.sleep(6)
+        assert _get(sock, "/healthz").startswith(b"HTTP/1.1 200 ")
+
+
+# A server whose loop lags, as under load: /busy holds the loop twice with a turn between (the
+# keep-alive timer of another connection, due by then, is queued behind its second stretch)
+LAGGING = """
+import asyncio, sys, time
+from omds_ld import serving
+from omds_ld.settings import Limits
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    if scope["path"] == "/busy":
+        time.sleep(0.5)
+        await asyncio.sleep(0)
+        time.sleep(1.5)
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+serving.run(app, "127.0.0.1", int(sys.argv[1]), "warning", Limits(keep_alive_seconds=1))
+"""
+
+
+def test_a_request_that_arrives_while_the_loop_lags_is_never_lost_to_the_keep_alive_close(
+    tmp_path: Path,
+) -> None:
+    """The keep-alive timer of an idle connection comes due while the loop is busy; the client
+    sends its next request in good time, before the timer has run. uvicorn's timer closed the
+    connection then, with the request unread (a reset: the client's ReadError); it is served."""
+    port = free_port()
+    with (tmp_path / "lagging.log").open("wb") as log:
+        process = started(
+            subprocess.Popen([sys.executable, "-c", LAGGING, str(port)], stdout=log, stderr=log)
+        )
+    try:
+        deadline = time.monotonic() + start_seconds(os.environ)
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
+                break
+            assert process.poll() is None and time.monotonic() < deadline, "it did not start"
+            time.sleep(0.05)
+        with (
+            socket.create_connection(("127.0.0.1", port)) as idle,
+            socket.create_connection(("127.0.0.1", port)) as busy,
+        ):
+            assert _get(idle, "/").startswith(b"HTTP/1.1 200 ")  # its timer: due in 1 s
+            time.sleep(0.8)
+            busy.sendall(b"GET /busy HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # 0.8-1.3, 1.3-2.8
+            time.sleep(0.8)
+            answer = _get(idle, "/")  # at 1.6: the timer is due, queued behind the second stretch
+            assert answer.startswith(b"HTTP/1.1 200 "), answer
+            busy.settimeout(30)
+            assert busy.recv(4096).startswith(b"HTTP/1.1 200 ")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def _replica(tmp_path: Path, server: ExampleServer, settings: str) -> McpServer:

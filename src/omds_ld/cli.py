@@ -38,7 +38,8 @@ def _given(args: argparse.Namespace, **names: str) -> dict[str, Any]:
 
 def _limits(args: argparse.Namespace) -> Limits:
     given: dict[str, Any] = _given(args, read_seconds="request_read_seconds",
-                                   max_connections="max_connections")  # fmt: skip
+                                   max_connections="max_connections",
+                                   keep_alive_seconds="keep_alive_seconds")  # fmt: skip
     if args.trusted_proxy:
         given["trusted_proxies"] = tuple(p for p in args.trusted_proxy if p != "none")
     return Limits(**given)
@@ -123,7 +124,7 @@ def _example_config(args: argparse.Namespace) -> Any:
 
 def _serve(args: argparse.Namespace) -> int:
     # a configuration that cannot run is answered before the server is loaded
-    config = _example_config(args)
+    config, limits = _example_config(args), _limits(args)
 
     from omds_ld import serving
     from omds_ld.example import ExampleApp
@@ -132,7 +133,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = ExampleApp(config)
     for line in app.banner():
         print(line, file=sys.stderr)
-    serving.run(app, config.server.host, config.server.port, args.log_level, _limits(args))
+    serving.run(app, config.server.host, config.server.port, args.log_level, limits)
     return 0
 
 
@@ -216,7 +217,7 @@ def _mcp_auth(args: argparse.Namespace, auth: AuthConfig) -> AuthConfig:
 
 def _mcp(args: argparse.Namespace) -> int:
     # a configuration that cannot run is answered before the server is loaded
-    config = _mcp_config(args)
+    config, limits = _mcp_config(args), _limits(args)
 
     from omds_ld.norm import load_norm
 
@@ -235,7 +236,7 @@ def _mcp(args: argparse.Namespace) -> int:
     serving.check_port(config.http.host, config.http.port)
     for line in standalone_banner(config):
         print(line, file=sys.stderr)
-    serving.run(app, config.http.host, config.http.port, args.log_level, _limits(args))
+    serving.run(app, config.http.host, config.http.port, args.log_level, limits)
     return 0
 
 
@@ -588,6 +589,12 @@ def _add_limit_flags(parser: argparse.ArgumentParser) -> None:
         "--request-read-seconds",
         type=float,
         help=f"a client must send each whole request within this (default {limits['read_seconds']:g})",
+    )
+    add(
+        "--keep-alive-seconds",
+        type=float,
+        help="an idle connection is closed after this; keep it longer than the clients' and a "
+        f"load balancer's idle timeouts (default {limits['keep_alive_seconds']:g})",
     )
     add(
         "--max-connections",

@@ -5,8 +5,17 @@ that trickles its headers (or never finishes its body) keeps its connection, and
 them exhaust the file descriptors. So every request must be read completely within a deadline
 (``read_seconds``, head and body together), a request's head may not grow past 16 KiB (431),
 the connections are capped (beyond the cap new ones get 503 at once), and an idle keep-alive
-connection is closed after a few seconds. Requests are parsed by httptools (llhttp), uvicorn's
+connection is closed after a while. Requests are parsed by httptools (llhttp), uvicorn's
 fastest parser, which has no cap on a head of its own.
+
+An idle connection is never closed with a request in it. Under load the event loop runs long
+batches of callbacks, and uvicorn's keep-alive timer, due at the batch's start, may run after the
+client's next request has arrived but before it is read: closing then resets the connection
+(unread bytes make the kernel send RST) and the client loses a request it sent in good time. So
+the timer looks first, and a connection with bytes waiting stays open to be read. And the idle
+time is longer (20 s) than the clients' own (httpx, which the MCP SDK uses, gives a connection
+up after 5 s idle, aiohttp after 15 s): the client gives a connection up before the server does,
+so it never sends on one the server is closing.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import copy
 import json
 import logging
 import socket
+import struct
 from typing import Any
 
 import uvicorn
@@ -94,6 +104,14 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._disarm()
         super().connection_lost(exc)
 
+    def timeout_keep_alive_handler(self) -> None:
+        if waiting(self.transport):  # a request came while the loop was busy: read it
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
+            return
+        super().timeout_keep_alive_handler()
+
     def _arm(self) -> None:
         self._disarm()
         self._deadline = self.loop.call_later(self.read_seconds, self._too_slow)
@@ -126,6 +144,22 @@ class DeadlineProtocol(HttpToolsProtocol):
             % (len(text), text)
         )
         self.transport.close()
+
+
+def waiting(transport: asyncio.BaseTransport) -> int:
+    """The bytes that arrived on the transport's socket and are not read yet (0 where the
+    platform cannot tell: not POSIX)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        import fcntl
+        import termios
+
+        answer = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    except (ImportError, OSError, ValueError):
+        return 0
+    return int(struct.unpack("i", answer)[0])
 
 
 class _HeadTooLarge(Exception):

@@ -125,8 +125,13 @@ class Limits:
 
     read_seconds: float = 15.0  # to send one whole request, head and body
     max_connections: int = 1000  # open connections (and requests in flight) before 503
-    keep_alive_seconds: float = 5.0  # an idle keep-alive connection is closed after this
+    # an idle keep-alive connection is closed after this: longer than clients keep one idle
+    # (httpx 5 s, aiohttp 15 s), so that they give it up first (serving.py)
+    keep_alive_seconds: float = 20.0
     max_head_bytes: int = 16 * 1024  # a request's line and headers (h11's default cap)
     # the reverse proxies whose X-Forwarded-For / -Proto name the client (addresses or
     # networks); a client's address counts (registrations, rate limits) as they forward it
     trusted_proxies: tuple[str, ...] = ("127.0.0.1",)
+
+    def __post_init__(self) -> None:
+        at_least("--keep-alive-seconds", self.keep_alive_seconds, 1)  # uvicorn counts seconds

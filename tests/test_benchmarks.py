@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,3 +100,12 @@ def test_asking_benchmark_sets_a_client_that_can_ask_against_one_that_cannot() -
         for who in ("cannot ask", "can ask"):
             line = next(x for x in out.splitlines() if f"{era} · a client that {who}" in x)
             assert " x " in line  # a ratio to the client that cannot ask
+
+
+def test_hop_benchmark_sets_the_interface_on_the_loop_against_a_worker_thread() -> None:
+    out = run("hop.py", "--flows", "2", "--seconds", "1", "--rounds", "1")
+    for arm in ("interface alone", "serve, MCP"):
+        for where in ("in a thread", "on the loop"):
+            line = next(x for x in out.splitlines() if f"1 · {where} · {arm}" in x)
+            assert float(line.split()[-2]) > 0, line  # flows that reached the premium
+        assert re.search(rf"{arm} +flows/s +\d+\.\d\d x +CPU per flow +\d+\.\d\d x", out), out

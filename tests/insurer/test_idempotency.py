@@ -95,10 +95,14 @@ async def _burst(server: ExampleServer, key: str, size: int) -> list[httpx.Respo
         )
 
 
-def test_concurrent_duplicates_act_once_and_the_rest_get_409(server: ExampleServer) -> None:
-    """Truly concurrent requests with one key: one acts, the others are refused or replayed."""
-    conflicts = 0
-    for _ in range(10):
+def test_concurrent_duplicates_act_once_and_the_rest_are_replayed_or_get_409(
+    server: ExampleServer,
+) -> None:
+    """Requests with one key at once: one acts, every other gets its answer replayed or is
+    refused as in progress (the store's claim; one process carries its requests out one after
+    the other, so here they are replays; tests/insurer/test_store.py overlaps claims in threads
+    and tests/test_crash.py leaves them to a lease)."""
+    for _ in range(3):
         before = cases_count(server)
         responses = asyncio.run(_burst(server, str(uuid.uuid4()), 16))
         created = [r for r in responses if r.status_code == 201]
@@ -107,8 +111,6 @@ def test_concurrent_duplicates_act_once_and_the_rest_get_409(server: ExampleServ
         assert all(r.json()["type"].endswith("/idempotency-request-in-progress") for r in refused)
         assert all(r.headers["Retry-After"] == "1" for r in refused)
         assert len({r.json()["bc:caseId"] for r in created}) == 1
+        replayed = [r for r in created if r.headers.get("Idempotency-Replayed") == "true"]
+        assert len(replayed) == len(created) - 1, "one acted, the others had its answer"
         assert cases_count(server) == before + 1
-        conflicts += len(refused)
-        if conflicts:
-            break
-    assert conflicts, "no request ever overlapped another; the burst was not concurrent"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -35,6 +36,38 @@ def test_restart_keeps_every_business_case(tmp_path: Path, client: httpx.Client)
         assert after["bc:premium"] == priced["bc:premium"]
         assert after["bc:draft"] == {**priced["bc:draft"]}
         assert client.get(f"{api}/offers/{offer['bc:offerId']}").json() == offer
+    finally:
+        server.stop()
+
+
+def test_the_database_file_itself_holds_what_was_committed_within_seconds(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    """A commit goes to the write-ahead log; the store's own thread copies it into the file
+    (the connection that commits on the event loop never does), so a copy of the file alone, as
+    a plain file backup takes it, has every case of a few seconds before."""
+    server = ExampleServer(tmp_path / "store.sqlite3")
+    server.start()
+    try:
+        api = server.api("pfefferminzia")
+        ids = {
+            client.post(f"{api}/calculations", json={"p:hasRootProduct": PRODUCT}).json()[
+                "bc:caseId"
+            ]
+            for _ in range(5)
+        }
+        deadline = time.monotonic() + 60
+        while True:
+            copy = tmp_path / "copy.sqlite3"
+            copy.write_bytes((tmp_path / "store.sqlite3").read_bytes())  # not its -wal
+            found = set()
+            with contextlib.suppress(sqlite3.OperationalError), sqlite3.connect(copy) as db:
+                found = {row[0] for row in db.execute("SELECT case_id FROM cases")}  # or no table
+            copy.unlink()
+            if ids <= found or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert ids <= found, "the file alone lacks committed cases"
     finally:
         server.stop()
 

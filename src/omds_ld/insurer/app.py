@@ -8,11 +8,9 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 from joserfc.jwk import KeySet
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -107,16 +105,17 @@ class OperationEndpoint:
             broker = self._broker(headers, request.state)
         except Problem as problem:
             return self._problem(problem, request.url.path)
-        return await anyio.to_thread.run_sync(
-            partial(
-                self.handle,
-                broker=broker,
-                path=request.url.path,
-                path_params=dict(request.path_params),
-                query=dict(request.query_params),
-                headers=headers,
-                raw=raw,
-            )
+        # on the event loop, not in a worker thread: the store is one connection under one lock,
+        # so operations never overlapped in it, and threads only added hand-offs and a queue at
+        # that lock (benchmarks/hop.py); a commit writes to the page cache (WAL, synchronous
+        # NORMAL) and the checkpoint's disk waits are the store's own thread's
+        return self.handle(
+            broker=broker,
+            path=request.url.path,
+            path_params=dict(request.path_params),
+            query=dict(request.query_params),
+            headers=headers,
+            raw=raw,
         )
 
     def _problem(self, problem: Problem, path: str) -> Response:
@@ -136,7 +135,7 @@ class OperationEndpoint:
         headers: Mapping[str, str],
         raw: bytes,
     ) -> Response:
-        """Carry out one request: runs in a worker thread, so requests really overlap.
+        """Carry out one request, on the event loop, from its checks to its commit.
 
         A write runs in one transaction of the store with its encoded answer and its idempotency
         record: it is answered 2xx exactly when it is committed, and a failure anywhere (the

@@ -10,6 +10,7 @@ complete it.
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import sqlite3
 import threading
@@ -22,6 +23,8 @@ from typing import Any, Literal
 
 from omds_ld.insurer.draft import Draft
 from omds_ld.sqlite import connect, transaction
+
+log = logging.getLogger("omds_ld.insurer.store")
 
 Status = Literal["draft", "calculated", "offered"]
 
@@ -127,8 +130,38 @@ class EditConflict(Exception):
     """The case changed between reading and writing it."""
 
 
+class Checkpoints:
+    """The write-ahead log copied into the database file by a thread of its own, on its own
+    connection, every ``every`` seconds (PASSIVE: it never holds up a writer). The store's
+    connection checkpoints never itself, so a commit on the event loop never waits for the disk
+    (a checkpoint syncs the log and the file)."""
+
+    def __init__(self, path: Path, every: float = 2.0) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(path, every), name="omds-ld checkpoints", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, path: Path, every: float) -> None:
+        db = connect(path)
+        try:
+            while not self._stop.wait(every):
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error as error:  # the next round tries again
+                    log.warning("checkpoint of %s failed: %s", path.name, error)
+        finally:
+            db.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
 class Store:
-    """SQLite in WAL mode; one connection, serialised by a lock, safe to use from threads."""
+    """SQLite in WAL mode; one connection, serialised by a lock, safe to use from threads; its
+    checkpoints in a thread of their own (``Checkpoints``)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,16 +177,19 @@ class Store:
         # a committed write survives a crash of the process (NORMAL in WAL mode may lose the
         # last transactions on a power loss, never on a crash of the process alone)
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA wal_autocheckpoint=0")  # Checkpoints does it, off the loop
         self._db.executescript(_SCHEMA)
         for table, columns in _ADDED_COLUMNS.items():
             present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
             for name, kind in columns.items():
                 if name not in present:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+        self._checkpoints = Checkpoints(path)
 
     def close(self) -> None:
+        self._checkpoints.stop()
         with self._lock:
-            self._db.close()
+            self._db.close()  # the last connection: the log is copied back and removed
 
     @contextmanager
     def unit(self) -> Iterator[None]:

@@ -150,12 +150,12 @@ def _mcp_config(args: argparse.Namespace) -> McpConfig:
     if args.config:
         if given:
             raise ConfigError(
-                f"omds-ld mcp: {', '.join(given)} describe an instance; with --config, "
+                f"{', '.join(given)} describe an instance; with --config, "
                 "say it in the file's [[instance]] table"
             )
         config = load_config(Path(args.config), os.environ)
     elif not (args.api and args.name):
-        raise ConfigError("omds-ld mcp: give --config FILE, or --api URL and --name NAME")
+        raise ConfigError("give --config FILE, or --api URL and --name NAME")
     else:
         config = McpConfig(instances=(_instance(args),))
     config = replace(
@@ -186,7 +186,7 @@ def _instance(args: argparse.Namespace) -> InstanceConfig:
     for header in args.header or ():
         name, sep, value = header.partition("=")
         if not sep:
-            raise ConfigError(f"omds-ld mcp: --header {header!r} is not NAME=VALUE")
+            raise ConfigError(f"--header {header!r} is not NAME=VALUE")
         headers[name] = value
     return InstanceConfig(
         name=args.name, display_name=args.display_name or args.name, api=args.api,
@@ -209,7 +209,7 @@ def _mcp_auth(args: argparse.Namespace, auth: AuthConfig) -> AuthConfig:
         auth = replace(auth, page_client_secret=os.environ[PAGE_SECRET_ENV])
     if (auth.token_url or auth.client_id) and not auth.upstream:
         raise ConfigError(
-            "omds-ld mcp: tokens from the insurer's authorization server need "
+            "tokens from the insurer's authorization server need "
             f"--upstream-token-url, --upstream-client-id and {SECRET_ENV}"
         )
     return auth

@@ -26,6 +26,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 # This folder holds an mcp.py: it must not shadow the mcp package; the repository is needed.
@@ -76,20 +77,59 @@ async def flows_for(mode: str, url: str, concurrency: int, seconds: float) -> tu
     return done, taken
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default=FILED, help=f"the earlier commit (default {FILED})")
+ARMS = ("interface alone", "serve, MCP")
+# a server that takes every flow of the generator: no cap of connections or sessions reached
+LIMITS = ["--max-connections", "4000", "--max-sessions", "5000",
+          "--max-sessions-per-client", "5000"]  # fmt: skip
+
+
+def add_round_options(parser: argparse.ArgumentParser) -> None:
+    """How many flows at once, for how long per arm and round, in how many rounds."""
     parser.add_argument("--flows", type=int, default=8, help="flows at once")
     parser.add_argument("--seconds", type=float, default=15.0, help="per arm and round")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds")
+
+
+def alternating(
+    servers: Mapping[str, ExampleServer], flows: int, seconds: float, rounds: int
+) -> tuple[dict[tuple[str, str], list[float]], dict[tuple[str, str], list[float]]]:
+    """Both arms (``ARMS``: the interface alone, serve through MCP) at every server, ``rounds``
+    times, the servers alternating within each round; each printed as it ends. Flows/s and the
+    server's CPU seconds per flow, by (arm, server)."""
+    width = 12 + max(len(a) for a in ARMS) + max(len(n) for n in servers)
+    print(f"  {'round · server · arm':<{width}} {'flows/s':>8} {'CPU/flow':>9}")
+    rates: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
+    for round_ in range(1, rounds + 1):
+        for name, server in servers.items():
+            assert server.process is not None
+            urls = (
+                ("interface", server.api("pfefferminzia")),
+                ("mcp", server.mcp("pfefferminzia")),
+            )
+            for arm, (mode, url) in zip(ARMS, urls, strict=True):
+                cpu = cpu_seconds(server.process.pid)
+                done, taken = asyncio.run(flows_for(mode, url, flows, seconds))
+                cpu = cpu_seconds(server.process.pid) - cpu
+                rates.setdefault((arm, name), []).append(done / taken)
+                cpus.setdefault((arm, name), []).append(cpu / max(1, done))
+                print(
+                    f"  {f'{round_} · {name} · {arm}':<{width}} {done / taken:>8.1f}"
+                    f" {cpu * 1000 / max(1, done):>7.1f}ms"
+                )
+    return rates, cpus
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default=FILED, help=f"the earlier commit (default {FILED})")
+    add_round_options(parser)
     args = parser.parse_args()
-    limits = ["--max-connections", "4000", "--max-sessions", "5000",
-              "--max-sessions-per-client", "5000"]  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         earlier = sources(args.before, Path(folder) / "before")
         servers: dict[str, ExampleServer] = {}
         for name, src in (("before", earlier), ("now", ROOT / "src")):
-            server = ExampleServer(Path(folder) / f"{name}.sqlite3", extra_args=limits)
+            server = ExampleServer(Path(folder) / f"{name}.sqlite3", extra_args=LIMITS)
             os.environ["PYTHONPATH"] = str(src)  # the server's process imports omds_ld from here
             try:
                 server.start()
@@ -101,24 +141,9 @@ def main() -> None:
                 f"{args.flows} flows at once, {args.seconds:g} s per arm and round; before: "
                 f"{args.before}, now: this tree"
             )
-            print(f"  {'round · server · arm':<36} {'flows/s':>8} {'CPU/flow':>9}")
-            rates: dict[tuple[str, str], list[float]] = {}
-            for round_ in range(1, args.rounds + 1):
-                for name, server in servers.items():
-                    assert server.process is not None
-                    arms = (("interface alone", "interface", server.api("pfefferminzia")),
-                            ("serve, MCP", "mcp", server.mcp("pfefferminzia")))  # fmt: skip
-                    for arm, mode, url in arms:
-                        cpu = cpu_seconds(server.process.pid)
-                        done, taken = asyncio.run(flows_for(mode, url, args.flows, args.seconds))
-                        cpu = cpu_seconds(server.process.pid) - cpu
-                        rates.setdefault((arm, name), []).append(done / taken)
-                        print(
-                            f"  {f'{round_} · {name} · {arm}':<36} {done / taken:>8.1f}"
-                            f" {cpu * 1000 / max(1, done):>7.1f}ms"
-                        )
+            rates, _ = alternating(servers, args.flows, args.seconds, args.rounds)
             print("now / before, flows/s (median of the rounds):")
-            for arm in ("interface alone", "serve, MCP"):
+            for arm in ARMS:
                 before = statistics.median(rates[(arm, "before")])
                 now = statistics.median(rates[(arm, "now")])
                 print(f"  {arm:<20} {now / before if before else float('nan'):>5.2f} x")

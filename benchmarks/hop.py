@@ -17,7 +17,6 @@ are printed, never asserted.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
 import tempfile
@@ -27,8 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks")]
 
-from benchmarks.against import flows_for  # noqa: E402
-from benchmarks.load import cpu_seconds  # noqa: E402
+from benchmarks.against import ARMS, LIMITS, add_round_options, alternating  # noqa: E402
 from tests.servers import ExampleServer  # noqa: E402
 
 # serve with the hop: OperationEndpoint.respond as it was before #39, the handler in a thread
@@ -60,43 +58,22 @@ sys.exit(main(sys.argv[1:]))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--flows", type=int, default=8, help="flows at once")
-    parser.add_argument("--seconds", type=float, default=15.0, help="per arm and round")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds")
+    add_round_options(parser)
     args = parser.parse_args()
-    limits = ["--max-connections", "4000", "--max-sessions", "5000",
-              "--max-sessions-per-client", "5000"]  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         servers = {
             "in a thread": ExampleServer(
-                Path(folder) / "thread.sqlite3", extra_args=limits, command=("-c", IN_A_THREAD)
+                Path(folder) / "thread.sqlite3", extra_args=LIMITS, command=("-c", IN_A_THREAD)
             ),
-            "on the loop": ExampleServer(Path(folder) / "loop.sqlite3", extra_args=limits),
+            "on the loop": ExampleServer(Path(folder) / "loop.sqlite3", extra_args=LIMITS),
         }
         try:
             for server in servers.values():
                 server.start()
             print(f"{args.flows} flows at once, {args.seconds:g} s per arm and round")
-            print(f"  {'round · operation · arm':<40} {'flows/s':>8} {'CPU/flow':>9}")
-            rates: dict[tuple[str, str], list[float]] = {}
-            cpus: dict[tuple[str, str], list[float]] = {}
-            for round_ in range(1, args.rounds + 1):
-                for name, server in servers.items():
-                    assert server.process is not None
-                    arms = (("interface alone", "interface", server.api("pfefferminzia")),
-                            ("serve, MCP", "mcp", server.mcp("pfefferminzia")))  # fmt: skip
-                    for arm, mode, url in arms:
-                        cpu = cpu_seconds(server.process.pid)
-                        done, taken = asyncio.run(flows_for(mode, url, args.flows, args.seconds))
-                        cpu = cpu_seconds(server.process.pid) - cpu
-                        rates.setdefault((arm, name), []).append(done / taken)
-                        cpus.setdefault((arm, name), []).append(cpu / max(1, done))
-                        print(
-                            f"  {f'{round_} · {name} · {arm}':<40} {done / taken:>8.1f}"
-                            f" {cpu * 1000 / max(1, done):>7.1f}ms"
-                        )
+            rates, cpus = alternating(servers, args.flows, args.seconds, args.rounds)
             print("on the loop / in a thread (median of the rounds):")
-            for arm in ("interface alone", "serve, MCP"):
+            for arm in ARMS:
                 rate = [statistics.median(rates[(arm, n)]) for n in servers]
                 cpu = [statistics.median(cpus[(arm, n)]) for n in servers]
                 print(

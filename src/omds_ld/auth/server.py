@@ -834,7 +834,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         read = await read_request(request)
         try:
             # on the authorization server's own threads: a client's slow metadata document never
-            # holds the threads that serve the insurers' interfaces
+            # holds the process's shared ones (the chat page reads its store on them)
             grant = await anyio.to_thread.run_sync(
                 self.get_consent_grant, read, limiter=self.limiter
             )

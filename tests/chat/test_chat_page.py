@@ -261,14 +261,9 @@ def test_with_authorization_required_a_broker_logs_in_and_the_page_works_as_them
         secured.stop()
 
 
-def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page(
-    server: ExampleServer, browser: Any
-) -> None:
-    import re
-
-    from tests.mcp.applications import PAYMENT, PERSON
-
-    page = browser.new_page(locale="en-GB")
+def _application_form(page: Any, server: ExampleServer) -> str:
+    """By hand from the product list to the offer's createApplication form, opened; the
+    offer's text."""
     page.goto(server.url + "/chat")
     page.wait_for_selector("body[data-ready=true]")
     page.click("section[data-server=pfefferminzia] button[data-tool=listProducts]")
@@ -281,10 +276,94 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     _follow(page, "calculatePremium")
     _follow(page, "createOffer")
     page.wait_for_selector("#log article .steps button[data-tool=createApplication]")
-    offer_text = page.inner_text("#log article:last-of-type pre.text")
+    offer_text = str(page.inner_text("#log article:last-of-type pre.text"))
+    page.click("#log article:last-of-type .steps button[data-tool=createApplication] >> nth=0")
+    return offer_text
+
+
+def _payment_and_consent(page: Any) -> None:
+    from tests.mcp.applications import PAYMENT
+
+    for name in ("bc:paymentFrequency", "bc:paymentMethod"):
+        page.select_option(f'[id="shape-bc:payment/{name}"]', json.dumps(PAYMENT[name]))
+    for name in ("bc:iban", "bc:accountHolder"):
+        page.fill(f'[id="shape-bc:payment/{name}"]', PAYMENT[name])
+    page.fill('[id="shape-bc:consent/bc:consentedBy"]', "Anna Berger")
+    page.select_option('[id="shape-bc:consent/bc:consentMethod"]', json.dumps("in-person"))
+
+
+def _log_in_on_the_confirmation_page(page: Any) -> Any:
+    """The person opens the binding call's confirmation page and logs in as the demo broker."""
+    with page.context.expect_page() as opened:
+        page.click("#log article.confirmation a.page")
+    confirmation = opened.value
+    confirmation.wait_for_selector("select[name=broker]")
+    confirmation.select_option("select[name=broker]", "demo-broker")
+    confirmation.fill("input[name=password]", "demo")
+    confirmation.click("form:has(input[name=password]) button[type=submit]")
+    confirmation.wait_for_selector("pre")
+    return confirmation
+
+
+@pytest.mark.parametrize("chosen", ["company", "person"])
+def test_by_hand_the_policyholder_is_a_person_or_a_company_as_chosen(
+    server: ExampleServer, browser: Any, chosen: str
+) -> None:
+    """The policyholder may be a node of either shape: the form offers the choice, shows one
+    form at a time and sends only the one shown at the end, though both were filled in. The
+    offer shows the person's shape and only names the company's: chosen, it is read by hand
+    (readShape, in the log like any call)."""
+    from tests.mcp.applications import PERSON
+
+    page = browser.new_page(locale="en-GB")
+    _application_form(page, server)
+    choice = '[id="choice-bc:policyholder"]'
+    assert page.locator(f"{choice} option").all_inner_texts() == [
+        "PersonShape", "OrganizationShape"
+    ]  # fmt: skip
+    person = '[id="shape-bc:policyholder/p:givenName"]'
+    company = '[id="shape-bc:policyholder@OrganizationShape/p:legalName"]'
+    assert page.is_visible(person) and not page.locator(company).count()
+    for name, value in PERSON.items():
+        if name != "@type":
+            page.fill(f'[id="shape-bc:policyholder/{name}"]', value)
+    page.select_option(choice, "1")
+    page.wait_for_selector(company)
+    assert page.is_visible(company) and not page.is_visible(person)
+    assert page.locator("#log article.tool h3", has_text="readShape").count() == 1
+    given = {
+        "p:legalName": "Berger Transporte GmbH", "p:registrationNumber": "FN 123456a",
+        "p:streetAddress": "Hauptstraße 1", "p:postalCode": "1010", "p:addressLocality": "Wien",
+        "p:email": "office@berger.example.at",
+    }  # fmt: skip
+    for name, value in given.items():
+        page.fill(f'[id="shape-bc:policyholder@OrganizationShape/{name}"]', value)
+    if chosen == "person":  # back to the person: the company's form, filled in, stays unsent
+        page.select_option(choice, "0")
+        assert page.is_visible(person) and not page.is_visible(company)
+    _payment_and_consent(page)
+    page.click("#call button[type=submit]")
+    page.wait_for_selector("#log article.confirmation")
+    confirmation = _log_in_on_the_confirmation_page(page)
+    shown = confirmation.inner_text("pre")
+    company_shown = "Berger Transporte GmbH" in shown and "FN 123456a" in shown
+    person_shown = PERSON["p:birthDate"] in shown or "12.04.1985" in shown
+    assert (company_shown, person_shown) == (chosen == "company", chosen == "person"), shown
+    confirmation.close()
+    page.close()
+
+
+def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page(
+    server: ExampleServer, browser: Any
+) -> None:
+    import re
+
+    from tests.mcp.applications import PAYMENT, PERSON
+
+    page = browser.new_page(locale="en-GB")
+    offer_text = _application_form(page, server)
     digest = re.search(r"sha256:[0-9a-f]{64}", offer_text)
     assert digest, offer_text
-    page.click("#log article:last-of-type .steps button[data-tool=createApplication] >> nth=0")
     # the application as forms of its shapes, nothing typed as JSON: the policyholder, the payment
     # and the consent each a form of its own; the offer's digest and the start filled in
     assert page.input_value('[id="shape-bc:consent/bc:offerDigest"]') == digest.group(0)
@@ -295,12 +374,7 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     for name, value in PERSON.items():
         if name != "@type":
             page.fill(f'[id="shape-bc:policyholder/{name}"]', value)
-    for name in ("bc:paymentFrequency", "bc:paymentMethod"):
-        page.select_option(f'[id="shape-bc:payment/{name}"]', json.dumps(PAYMENT[name]))
-    for name in ("bc:iban", "bc:accountHolder"):
-        page.fill(f'[id="shape-bc:payment/{name}"]', PAYMENT[name])
-    page.fill('[id="shape-bc:consent/bc:consentedBy"]', "Anna Berger")
-    page.select_option('[id="shape-bc:consent/bc:consentMethod"]', json.dumps("in-person"))
+    _payment_and_consent(page)
     assert page.input_value("#field-body") == "", "no JSON typed"
     page.click("#call button[type=submit]")
     page.wait_for_selector("#log article.confirmation")
@@ -309,14 +383,7 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     assert waiting.get_attribute("class") == "tool waiting", waiting.get_attribute("class")
     assert "waits for your confirmation" in waiting.inner_text()
     # the person opens the confirmation page, logs in as the (demo) broker and reads it there
-    with page.context.expect_page() as opened:
-        page.click("#log article.confirmation a.page")
-    confirmation = opened.value
-    confirmation.wait_for_selector("select[name=broker]")
-    confirmation.select_option("select[name=broker]", "demo-broker")
-    confirmation.fill("input[name=password]", "demo")
-    confirmation.click("form:has(input[name=password]) button[type=submit]")
-    confirmation.wait_for_selector("pre")
+    confirmation = _log_in_on_the_confirmation_page(page)
     shown = confirmation.inner_text("pre")
     assert "1684.88 EUR" in shown and "Anna Berger" in shown and PAYMENT["bc:iban"] in shown
     confirmation.click("button[value=confirm]")

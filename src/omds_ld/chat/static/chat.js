@@ -10,6 +10,7 @@ const TEXT = german
       noModel: "Kein Modell eingerichtet (omds-ld serve --chat-model …): die Folgeschritte von Hand gehen.",
       premium: "Prämie", error: "Fehler", body: "Anfragekörper (JSON)",
       orJson: "oder der ganze Anfragekörper als JSON (geht den Feldern vor)",
+      oneOf: "eine der Formen",
       assumed: "Noch auf dem Standard des Versicherers", keep: "Dieses Gespräch behalten",
       download: "Herunterladen (JSONL-Protokoll)", task: "Die Aufgabe, in Worten",
       expected: "Erwartete Prämie", save: "Als Szenario speichern (YAML)",
@@ -35,6 +36,7 @@ const TEXT = german
       noModel: "No model configured (omds-ld serve --chat-model …): follow the next steps by hand.",
       premium: "Premium", error: "Error", body: "body (JSON)",
       orJson: "or the whole body as JSON (it goes before the fields)",
+      oneOf: "one of the shapes",
       assumed: "Still at the insurer's default", keep: "Keep this conversation",
       download: "Download it (JSONL protocol)", task: "The task, in words",
       expected: "Expected premium", save: "Save as a scenario (YAML)",
@@ -83,19 +85,28 @@ async function api(path, options = {}) {
   return { status: response.status, body: response.status === 204 ? null : await response.json() };
 }
 
-function shapeSet(shape, shapes, prefill, field = null) {
+const localName = (iri) => iri.split(/[#/]/).pop();
+
+function shapeSet(shape, shapes, prefill, field = null, variant = null) {
   // the body a step expects, as a form of its shape's fields (the answer lists them); a field
-  // whose value is a node of another shape the step expects (bc:shape) is a form of its own
+  // whose value is a node of another shape the step expects (bc:shape) is a form of its own,
+  // and where it may be a node of one of several (the policyholder: a person or a company), a
+  // choice of them shows one form at a time, and only the one shown is sent
   const set = element("fieldset", { class: "shape", "data-class": shape.targetClass || "" });
   if (field) set.dataset.field = field;
-  set.append(element("legend", {}, `${shape.iri.split(/[#/]/).pop()} (${shape.targetClass})`));
+  set.append(element("legend", {}, `${localName(shape.iri)} (${shape.targetClass})`));
   for (const one of shape.fields) {
-    const nested = (one.shapes || []).map((iri) => shapes.find((x) => x.iri === iri)).find(Boolean);
+    const kinds = one.shapes || [];
+    if (kinds.length > 1) {
+      set.append(...shapeChoice(one.name, kinds, shapes, prefill));
+      continue;
+    }
+    const nested = shapes.find((x) => x.iri === kinds[0]);
     if (nested) {
       set.append(shapeSet(nested, shapes, prefill, one.name));
       continue;
     }
-    const id = `shape-${field ? `${field}/` : ""}${one.name}`;
+    const id = `shape-${field ? `${field}${variant ? `@${variant}` : ""}/` : ""}${one.name}`;
     const range = [one.type, one.min !== undefined ? `${one.min}..${one.max}` : "",
       one.pattern || ""].filter(Boolean).join(", ");
     set.append(element("label", { for: id }, `${one.label || one.name}${one.required ? " *" : ""}` +
@@ -120,6 +131,50 @@ function shapeSet(shape, shapes, prefill, field = null) {
     set.append(input);
   }
   return set;
+}
+
+function shapeChoice(field, named, shapes, prefill) {
+  // which of its shapes a node field takes: the choice, and a form per shape, the first shown
+  // (those the answer has first). A shape the answer only named is read by hand (readShape)
+  // when chosen
+  const id = `choice-${field}`;
+  const has = (iri) => shapes.some((x) => x.iri === iri && x.fields);
+  const kinds = [...named.filter(has), ...named.filter((iri) => !has(iri))];
+  const select = element("select", { id });
+  const forms = kinds.map((iri, i) => {
+    select.append(element("option", { value: String(i) }, localName(iri)));
+    const shape = shapes.find((x) => x.iri === iri);
+    const variant = i ? localName(iri) : null;
+    const form = shape ? shapeSet(shape, shapes, prefill, field, variant)
+      : element("fieldset", { class: "shape", "data-field": field, "data-unread": iri });
+    form.hidden = i > 0;
+    return form;
+  });
+  select.addEventListener("change", async () => {
+    const i = Number(select.value);
+    if (forms[i].dataset.unread) {
+      const read = await shapeByHand(forms[i].dataset.unread);
+      if (!read) return;
+      const form = shapeSet(read, [read, ...shapes], prefill, field, localName(read.iri));
+      forms[i].replaceWith(form);
+      forms[i] = form;
+    }
+    forms.forEach((form, j) => { form.hidden = j !== i; });
+  });
+  return [element("label", { for: id }, `${field}: ${TEXT.oneOf}`), select, ...forms];
+}
+
+async function shapeByHand(iri) {
+  // readShape by hand at the server of the form open now, shown in the log like any call
+  const server = state.current.server;
+  const answer = await api(`/chat/api/conversations/${state.conversation}/calls`, {
+    method: "POST",
+    body: JSON.stringify({ server, tool: "readShape", arguments: { shapeId: localName(iri) } }),
+  });
+  if (answer.status !== 200) return null;
+  render(answer.body);
+  const shape = answerOf(answer.body["mcp.tool.result"]).shape;
+  return shape && shape.fields && localName(shape.iri) === localName(iri) ? shape : null;
 }
 
 function prefilled(structured) {
@@ -172,6 +227,7 @@ function filledIn(set) {
   let given = false;
   for (const child of set.children) {
     if (child.matches("fieldset.shape")) {
+      if (child.hidden) continue;  // a shape not chosen
       const [node, nodeGiven] = filledIn(child);
       if (nodeGiven) {
         out[child.dataset.field] = { "@type": child.dataset.class, ...node };

@@ -36,6 +36,7 @@ from mcp import Client  # noqa: E402
 
 from omds_ld.mcp.condense import ANSWER_META, answer_extension, answer_of  # noqa: E402
 from tests.insurer.test_flows import SKODA  # noqa: E402
+from tests.mcp.test_http import HEADERS, INITIALIZE  # noqa: E402
 from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
 
 ERAS = {"session": "legacy", "sessionless": "2026-07-28", "light generator": "light"}
@@ -196,21 +197,15 @@ def abandoned_sessions(
     Two rounds of ``count`` sessions, each measured ``settle_seconds`` after its last (so that
     idle ones may have hibernated); the second round's growth is the figure: what the first round
     let go is in the process's allocator by then, and only what an idle session keeps adds up."""
-    initialize = {
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "load", "version": "1"}},
-    }  # fmt: skip
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     with httpx.Client(timeout=10) as client:
         for _ in range(20):  # warm up what the first sessions allocate once
-            client.post(url, json=initialize, headers=headers)
+            client.post(url, json=INITIALIZE, headers=HEADERS)
         opened = 0
         for _ in range(2):
             time.sleep(settle_seconds)
             before = rss_kib(pid)
             opened = sum(
-                client.post(url, json=initialize, headers=headers).status_code == 200
+                client.post(url, json=INITIALIZE, headers=HEADERS).status_code == 200
                 for _ in range(count)
             )
             time.sleep(settle_seconds)

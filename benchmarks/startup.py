@@ -35,16 +35,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # the repository first, this folder not at all: its mcp.py would stand for the MCP SDK
 sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks")]
 
+from tests.mcp.test_http import INITIALIZE  # noqa: E402
+from tests.mcp.test_http import LIST_TOOLS as TOOLS  # noqa: E402
 from tests.servers import ExampleServer, free_port  # noqa: E402
 
 CLI = [sys.executable, "-m", "omds_ld.cli"]
-INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-               "clientInfo": {"name": "startup-benchmark", "version": "1"}},
-}  # fmt: skip
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 Start = Callable[[dict[str, str]], tuple[float, float]]  # environment -> (wall s, CPU s)
 

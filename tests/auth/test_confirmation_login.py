@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from omds_ld.mcp.condense import answer_of
-from omds_ld.scenarios.person import PagePerson
+from omds_ld.scenarios.person import PagePerson, consent_form
 from tests.auth.flow import bearer_client, tokens_by_hand
 from tests.mcp.applications import IBAN, application, make_offer
 from tests.servers import ExampleServer
@@ -98,7 +98,10 @@ def test_only_the_logged_in_broker_the_call_was_made_for_confirms(secured: Examp
                 headers={"Origin": "http://elsewhere.example"},
             )  # fmt: skip
             assert sent.status_code == 403  # from another page's form
-            confirmed = await browser.post(page, data={"csrf": token.group(1), "answer": "confirm"})
+            filled = consent_form(reading.page, {})  # the form as the page filled it in
+            confirmed = await browser.post(
+                page, data={"csrf": token.group(1), "answer": "confirm", **filled}
+            )
             assert confirmed.status_code == 200 and "Confirmed by" in confirmed.text
             replayed = await browser.post(page, data={"csrf": token.group(1), "answer": "decline"})
             assert replayed.status_code == 409  # answered once

@@ -281,15 +281,25 @@ def _application_form(page: Any, server: ExampleServer) -> str:
     return offer_text
 
 
-def _payment_and_consent(page: Any) -> None:
+def _payment(page: Any) -> None:
     from tests.mcp.applications import PAYMENT
 
     for name in ("bc:paymentFrequency", "bc:paymentMethod"):
         page.select_option(f'[id="shape-bc:payment/{name}"]', json.dumps(PAYMENT[name]))
     for name in ("bc:iban", "bc:accountHolder"):
         page.fill(f'[id="shape-bc:payment/{name}"]', PAYMENT[name])
-    page.fill('[id="shape-bc:consent/bc:consentedBy"]', "Anna Berger")
-    page.select_option('[id="shape-bc:consent/bc:consentMethod"]', json.dumps("in-person"))
+
+
+def _state_the_consent(confirmation: Any) -> None:
+    """The person states the customer's consent on the confirmation page: who, how, and when
+    (now, in the insurer's time zone, as the page's picker takes it)."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    confirmation.fill("input[name=consentedBy]", "Anna Berger")
+    confirmation.select_option("select[name=consentMethod]", "in-person")
+    now = dt.datetime.now(ZoneInfo("Europe/Vienna")) - dt.timedelta(minutes=1)
+    confirmation.fill("input[name=consentedAtLocal]", now.strftime("%Y-%m-%dT%H:%M"))
 
 
 def _log_in_on_the_confirmation_page(page: Any) -> Any:
@@ -341,7 +351,7 @@ def test_by_hand_the_policyholder_is_a_person_or_a_company_as_chosen(
     if chosen == "person":  # back to the person: the company's form, filled in, stays unsent
         page.select_option(choice, "0")
         assert page.is_visible(person) and not page.is_visible(company)
-    _payment_and_consent(page)
+    _payment(page)
     page.click("#call button[type=submit]")
     page.wait_for_selector("#log article.confirmation")
     confirmation = _log_in_on_the_confirmation_page(page)
@@ -364,9 +374,11 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     offer_text = _application_form(page, server)
     digest = re.search(r"sha256:[0-9a-f]{64}", offer_text)
     assert digest, offer_text
-    # the application as forms of its shapes, nothing typed as JSON: the policyholder, the payment
-    # and the consent each a form of its own; the offer's digest and the start filled in
-    assert page.input_value('[id="shape-bc:consent/bc:offerDigest"]') == digest.group(0)
+    # the application as forms of its shapes, nothing typed as JSON: the policyholder and the
+    # payment each a form of its own, the start filled in; the consent is no form here: the
+    # person states it on the confirmation page
+    assert not page.locator('[id^="shape-bc:consent/"]').count()
+    assert page.is_visible("#fields p.stated")
     # the start is the insurer's today (Europe/Vienna), which is not this machine's at every hour
     today = re.search(r"Today at the insurer: (\d{4}-\d{2}-\d{2})", offer_text)
     assert today, offer_text
@@ -374,7 +386,7 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     for name, value in PERSON.items():
         if name != "@type":
             page.fill(f'[id="shape-bc:policyholder/{name}"]', value)
-    _payment_and_consent(page)
+    _payment(page)
     assert page.input_value("#field-body") == "", "no JSON typed"
     page.click("#call button[type=submit]")
     page.wait_for_selector("#log article.confirmation")
@@ -386,6 +398,8 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     confirmation = _log_in_on_the_confirmation_page(page)
     shown = confirmation.inner_text("pre")
     assert "1684.88 EUR" in shown and "Anna Berger" in shown and PAYMENT["bc:iban"] in shown
+    assert "the assistant was told nothing of it" in shown
+    _state_the_consent(confirmation)
     confirmation.click("button[value=confirm]")
     confirmation.wait_for_selector("text=Confirmed by")
     confirmation.close()

@@ -8,6 +8,7 @@ from jsonschema import Draft202012Validator
 
 from omds_ld.mcp.catalogue import by_name, tools
 from omds_ld.norm import load_norm
+from tests.mcp.applications import PAYMENT, PERSON
 
 NORM = load_norm()
 
@@ -16,7 +17,9 @@ def test_one_tool_per_operation_named_and_described_by_the_norm() -> None:
     specs = by_name(tools(NORM, draft_at_server=None))  # the process is not known yet: all
     assert set(specs) == set(NORM.operations)
     for name, spec in specs.items():
-        assert spec.description == NORM.operation(name).description
+        operation = NORM.operation(name)
+        # the norm's words at an MCP server, where they differ (a consent the person states)
+        assert spec.description == (operation.mcp_description or operation.description)
         Draft202012Validator.check_schema(spec.input_schema)
         Draft202012Validator.check_schema(spec.shown_schema)
 
@@ -69,7 +72,35 @@ def test_a_model_is_shown_a_lean_schema_that_admits_all_the_full_one_admits() ->
     assert Draft202012Validator(specs["createRiskObject"].shown_schema).is_valid(bad)
     assert not Draft202012Validator(specs["createRiskObject"].input_schema).is_valid(bad)
     body = specs["createApplication"].shown_schema["properties"]["body"]
-    assert "bc:consent" in body["description"] and "bc:offerDigest" in body["description"]
+    assert "bc:consent only as you were told it" in body["description"]
+
+
+def test_the_binding_tool_says_the_person_states_the_consent_and_admits_what_the_model_was_told() -> (
+    None
+):
+    """At the MCP server, createApplication tells the model that the person using the client
+    states the customer's consent, and its schema admits a body with no consent, or with any
+    part of one (what the model was told); the insurer's own schema still requires it whole."""
+    spec = by_name(tools(NORM, True))["createApplication"]
+    assert "states who consented, how" in spec.description
+    assert "never a time you were not" in spec.description
+    base = {"bc:policyholder": PERSON, "bc:payment": PAYMENT, "bc:startDate": "2027-01-01"}
+    full = Draft202012Validator(spec.input_schema)
+    for consent in (None, {}, {"bc:consentMethod": "phone"}, {"bc:consentedBy": "Anna Berger"},
+                    {"bc:consentedAt": "2026-12-06T17:30:00+01:00", "bc:consentMethod": "video"}):  # fmt: skip
+        body = dict(base) if consent is None else {**base, "bc:consent": consent}
+        assert full.is_valid({"offerId": "o", "body": body}), consent
+    # still refused: what is no part of a consent, a way of consenting the norm does not know
+    assert not full.is_valid({"offerId": "o", "body": {**base, "bc:consent": {"bc:mood": "yes"}}})
+    assert not full.is_valid(
+        {"offerId": "o", "body": {**base, "bc:consent": {"bc:consentMethod": "telepathy"}}}
+    )
+    # the interface's request schema is the norm's: the whole consent, every field
+    interface = NORM.operation("createApplication").request_schema
+    assert interface is not None
+    assert interface["$defs"]["Consent"]["required"] == [
+        "bc:consentedBy", "bc:consentedAt", "bc:consentMethod", "bc:offerDigest"
+    ]  # fmt: skip
 
 
 def test_inputs_are_parameters_body_key_full_and_seen() -> None:

@@ -29,7 +29,6 @@ USAGE = {"input": 1000, "step": 100, "output": 50}
 NEVER_DONE = "Frag immer weiter."  # a user message that makes the scripted model loop
 APPLY = "und stelle den Antrag"  # a user message that makes the scripted model apply for the offer
 OFFER = re.compile(r"Offer ([0-9a-f]+) <")
-DIGEST = re.compile(r"Offer digest \(the customer's consent names it\): (sha256:[0-9a-f]{64})")
 
 
 def next_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
@@ -71,16 +70,15 @@ def apply_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
     case = CASE.search(every)
     if turn == 4:
         return ("pfefferminzia__createOffer", {"caseId": case.group(1) if case else ""})
-    offer, digest = OFFER.search(every), DIGEST.search(every)
+    offer = OFFER.search(every)
     if turn == 5:
         from tests.mcp.applications import PAYMENT, PERSON
 
         body = {
             "bc:policyholder": PERSON, "bc:payment": PAYMENT,
             "bc:startDate": time.strftime("%Y-%m-%d", time.gmtime()),
-            "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
-                           "bc:consentedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                           "bc:offerDigest": digest.group(1) if digest else ""},
+            # what the task told it of the consent, nothing more: the person states it
+            "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person"},
         }  # fmt: skip
         return (
             "pfefferminzia__createApplication",

@@ -12,12 +12,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from omds_ld.mcp.condense import answer_of
 from omds_ld.scenarios.agents.reference import ReferenceAgent
 from omds_ld.scenarios.grader import grade
-from omds_ld.scenarios.protocol import FINAL, PERSON, RUN_END, TOOL_CALL, TOOLS_LIST, read_protocol
-from omds_ld.scenarios.runner import _scenario_snapshot, prepare, run_once
+from omds_ld.scenarios.protocol import (
+    FINAL,
+    PERSON,
+    RUN_END,
+    TOOL_CALL,
+    TOOLS_LIST,
+    events_of,
+    read_protocol,
+)
+from omds_ld.scenarios.runner import _scenario_snapshot, person_states, prepare, run_once
 from omds_ld.scenarios.scenario import builtin_scenarios, load_scenario, parse_scenario
 from tests.servers import ExampleServer
 
@@ -528,3 +537,55 @@ def test_the_persons_confirmation_is_no_inadmissible_call(applied: dict[str, Pro
         assert asked, f"{name}: the person was asked"
         assert all("inadmissible" not in e for e in asked)
         assert metrics(protocol).inadmissible == 0
+
+
+def test_the_consent_recorded_is_the_one_the_person_stated(applied: dict[str, Protocol]) -> None:
+    """The reference agent sends only what the task told it of the consent; the person states
+    it on the page (recorded in their event), and the application's answer reports it as the
+    insurer recorded it: the same. A run whose application records another consent than the
+    person stated (a model's time, a model's way) fails, naming the difference."""
+    confirmed = applied["pfefferminzia-application"]
+    [(_, said)] = [(n, e) for n, e in events_of(confirmed, PERSON) if e.get("answer") == "confirm"]
+    stated = said["consent"]
+    assert stated["consentedBy"] == "Anna Berger" and stated["consentMethod"] == "in-person"
+    applying = [e for e in confirmed if e.get("gen_ai.tool.name") == "createApplication"]
+    sent = applying[0]["gen_ai.tool.call.arguments"]["body"]["bc:consent"]
+    # what the task told, nothing else: no time the agent was not told, no digest
+    assert sent == {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person"}
+    assert _criterion(confirmed, "confirmed").passed
+    for field, value in (("consentMethod", "phone"), ("consentedAt", "2026-01-01T09:00:00+01:00")):
+        changed = json.loads(json.dumps(confirmed))
+        for event in changed:
+            if event.get("event") == PERSON and event.get("answer") == "confirm":
+                event["consent"] = {**event["consent"], field: value}
+                if field == "consentedAt":
+                    event["consent"].pop("consentedAtLocal", None)
+        outcome = _criterion(changed, "confirmed")
+        assert not outcome.passed and "did not state" in outcome.reason, outcome.reason
+        assert value in outcome.reason
+
+
+def test_what_the_person_states_is_read_from_the_scenario_and_refused_when_mistyped() -> None:
+    """``person: {answer, consent: {by, method, at}}``: read as written, kept in the protocol's
+    scenario as written; a time YAML reads as a date, a method the norm does not know, an
+    unknown key are refused at load, naming the field."""
+    path = next(p for p in builtin_scenarios() if p.stem == "pfefferminzia-application")
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    given = {"answer": "confirm", "consent": {"method": "phone", "at": "2026-12-06T17:30:00+01:00"}}
+    scenario = parse_scenario({**raw, "person": given})
+    assert scenario.person == "confirm" and scenario.person_consent == given["consent"]
+    assert person_states(scenario) == {"by": "Anna Berger", **given["consent"]}
+    assert parse_scenario(_scenario_snapshot(scenario)).person_consent == given["consent"]
+    unquoted = yaml.safe_load("person: {answer: confirm, consent: {at: 2026-12-06}}")
+    for person, field in (
+        (unquoted["person"], "person.consent.at"),
+        ({"answer": "confirm", "consent": {"method": "telepathy"}}, "person.consent.method"),
+        ({"answer": "confirm", "consent": {"when": "x"}}, "person.consent"),
+        ({"answer": "maybe"}, "person.answer"),
+    ):
+        try:
+            parse_scenario({**raw, "person": person})
+        except ValueError as refused:
+            assert field in str(refused), refused
+        else:
+            raise AssertionError(f"{person} was not refused")

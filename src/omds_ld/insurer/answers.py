@@ -503,6 +503,7 @@ class Answers:
             "bc:startDate": record["startDate"],
             "bc:policyholder": {"rdfs:label": record["policyholderName"]},
             "bc:payment": record["paymentShown"],
+            "bc:consent": recorded_consent(record.get("consent") or {}),
         }
         decision = record.get("decision", {})
         for key in ("policyNumber", "decisionBy", "decidedAt"):
@@ -580,3 +581,18 @@ class Answers:
         ]
         steps.append(self.step("readOffer", iri, {"offerId": offer.offer_id}))
         return self.envelope("bc:ApplicationList", body, steps)
+
+
+def recorded_consent(consent: Mapping[str, Any]) -> dict[str, Any]:
+    """The customer's consent as the insurer recorded it (who, how, when) and whose yes
+    confirmed it, how: what the broker reports, not what a model sent (no receipt, no digest)."""
+    recorded = {
+        k: consent[k]
+        for k in ("bc:consentedBy", "bc:consentMethod", "bc:consentedAt")
+        if k in consent
+    }
+    confirmation = consent.get("bc:confirmation") or {}
+    kept = ("bc:confirmedBy", "bc:confirmedByName", "bc:confirmedAt", "bc:confirmedVia")
+    if confirmation:
+        recorded["bc:confirmation"] = {k: confirmation[k] for k in kept if k in confirmation}
+    return recorded

@@ -6,8 +6,8 @@ class its shape targets) and checked by the compiled checks of the norm's shapes
 (``omds_ld.insurer.constraints``), the same way drafts and risk objects are: a rule the norm adds
 to a shape holds here too. What is admissible is the shape's ``sh:message``; a personal field's
 value is never in a result. Two rules depend on the moment rather than on a shape: the start
-date is not before the insurer's today, and the consent was given after the offer was made and
-not in the future.
+date is not before the insurer's today, and the consent's time has its offset, is not before the
+offer was made and not in the future (``omds_ld.norm.consent``: its words name the rule broken).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from omds_ld.insurer.constraints import ShapeValidator
 from omds_ld.insurer.problems import FieldError
 from omds_ld.insurer.shacl import Report
 from omds_ld.norm import Norm
+from omds_ld.norm import consent as consent_rules
 from omds_ld.norm.jsonld import BC, P, expand_curie
 from omds_ld.norm.shapes import NodeShape, to_literal
 
-CLOCK_SKEW = dt.timedelta(minutes=5)  # a consent "from the future" within this is a clock's drift
 ROOT = "urn:omds-ld:application"
 # the application's parts: where each is in the body, and the class its shape targets
 PARTS = {
@@ -73,12 +73,17 @@ class ApplicationCheck:
         start = _date(body.get("bc:startDate"))
         if start is not None and start < now.date():
             errors.append(self._error(BC + "ApplicationRequest", "/bc:startDate", language))
-        moment = _moment((body.get("bc:consent") or {}).get("bc:consentedAt"))
-        if moment is not None and not (offered_at - CLOCK_SKEW <= moment <= now + CLOCK_SKEW):
-            errors.append(self._error(BC + "Consent", "/bc:consent/bc:consentedAt", language))
+        consent = body.get("bc:consent")
+        if isinstance(consent, Mapping) and "bc:consentedAt" in consent:
+            # the rule the time breaks, by name, before the shape's general words for it
+            broken = consent_rules.time_error(consent["bc:consentedAt"], offered_at, now, language)
+            if broken is not None:
+                errors.insert(0, FieldError("/bc:consent/bc:consentedAt", broken))
         errors = _first_per_field(errors)
-        consent = tuple(e for e in errors if e.pointer.startswith("/bc:consent"))
-        return Checked(tuple(e for e in errors if e not in consent), consent)
+        order = {p: i for i, p in enumerate(pointers.values())}
+        errors.sort(key=lambda e: order.get(e.pointer, len(order)))
+        of_consent = tuple(e for e in errors if e.pointer.startswith("/bc:consent"))
+        return Checked(tuple(e for e in errors if e not in of_consent), of_consent)
 
     def _graph(self, body: Mapping[str, Any]) -> tuple[Graph, dict[tuple[str, str], str]]:
         """The body as a graph, and the pointer of each (node, property) as the body names it."""
@@ -165,16 +170,6 @@ def _date(value: Any) -> dt.date | None:
         return dt.date.fromisoformat(value)
     except ValueError:
         return None
-
-
-def _moment(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
 
 
 def mask_iban(iban: str) -> str:

@@ -162,7 +162,9 @@ class ApplicationDesk:
         if checked.consent:
             raise Problem(
                 "personal-data-invalid",
-                "the consent is not admissible; each error says what is",
+                "the consent is not admissible: "
+                + "; ".join(e.detail for e in checked.consent)
+                + " (nothing was applied for)",
                 errors=list(checked.consent),
                 next_steps=steps,
             )

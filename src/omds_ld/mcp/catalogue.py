@@ -10,6 +10,7 @@ from typing import Any
 
 from omds_ld.mcp.seen import MAX_TOKEN_LENGTH
 from omds_ld.norm import Norm, Operation
+from omds_ld.norm.jsonld import expand_curie
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # in a tool's _meta (never shown to a model): the operation it calls, whether it is deprecated;
@@ -57,7 +58,10 @@ class ToolSpec:
 
     @property
     def description(self) -> str:
-        return deprecation_note(self.operation) + self.operation.description
+        """What a model reads of the tool: the norm's words for it at an MCP server, where they
+        differ from the interface's (a binding call whose consent the person states)."""
+        operation = self.operation
+        return deprecation_note(operation) + (operation.mcp_description or operation.description)
 
 
 def deprecation_note(operation: Operation) -> str:
@@ -114,6 +118,7 @@ def input_schema(operation: Operation) -> dict[str, Any]:
         }
         if operation.body_required:
             required.append("body")
+        _stated_by_person(operation, bundled, defs)
     if operation.takes_idempotency_key:
         properties["idempotencyKey"] = {
             "type": "string",
@@ -139,6 +144,22 @@ def input_schema(operation: Operation) -> dict[str, Any]:
     return schema
 
 
+def _stated_by_person(
+    operation: Operation, bundled: Mapping[str, Any], defs: dict[str, Any]
+) -> None:
+    """The body's part the person using the client states (``x-omds-ld-mcp personStates``) as
+    the model may send it: any of its fields, or none (what it was told); the person completes
+    it before anything is sent, and the insurer still receives it whole."""
+    if not operation.person_states:
+        return
+    root = defs.get(str(bundled["$ref"]).rsplit("/", 1)[-1], {})
+    part = root.get("properties", {}).get(operation.person_states, {})
+    name = str(part.get("$ref", "")).rsplit("/", 1)[-1]
+    if name in defs:
+        defs[name] = {**defs[name], "required": []}
+    root["required"] = [r for r in root.get("required", []) if r != operation.person_states]
+
+
 _SHOWN_KEYWORDS = ("type", "enum")
 
 
@@ -162,8 +183,9 @@ def shown_schema(operation: Operation) -> dict[str, Any]:
             required.append(parameter.name)
     if operation.request_schema is not None:
         body: dict[str, Any] = {"type": "object"}
-        if operation.body_description:
-            body["description"] = operation.body_description
+        described = operation.mcp_body_description or operation.body_description
+        if described:
+            body["description"] = described
         properties["body"] = body
         if operation.body_required:
             required.append("body")
@@ -186,7 +208,9 @@ def strict_schema(operation: Operation) -> dict[str, Any]:
     for name, schema in shown["properties"].items():
         schema = dict(schema)
         if name == "body":
-            described = operation.body_description or "the request body"
+            described = (
+                operation.mcp_body_description or operation.body_description or "the request body"
+            )
             schema = {"type": "string", "description": f"{described}; as its JSON text"}
         if name not in shown["required"]:
             schema["type"] = [schema["type"], "null"]
@@ -243,6 +267,28 @@ def tools(norm: Norm, draft_at_server: bool | None) -> list[ToolSpec]:
         for op in norm.operations.values()
         if in_process(op, draft_at_server)
     ]
+
+
+def stated_shapes(norm: Norm) -> dict[str, str]:
+    """For each operation whose body has a part the person using the client states, the shape
+    of that part (the shape targeting its ``@type``): a next step names it as the person's."""
+    found: dict[str, str] = {}
+    for name, operation in norm.operations.items():
+        schema = operation.request_schema
+        if not operation.person_states or schema is None:
+            continue
+        defs = schema.get("$defs", {})
+        root = defs.get(str(schema["$ref"]).rsplit("/", 1)[-1], {})
+        part = root.get("properties", {}).get(operation.person_states, {})
+        node = defs.get(str(part.get("$ref", "")).rsplit("/", 1)[-1], {})
+        kind = node.get("properties", {}).get("@type", {}).get("const")
+        target = expand_curie(str(kind)) if kind else None
+        shape = next(
+            (s.iri for s in norm.shapes.values() if target and s.target_class == target), None
+        )
+        if shape is not None:
+            found[name] = shape
+    return found
 
 
 def by_name(specs: Iterable[ToolSpec]) -> dict[str, ToolSpec]:

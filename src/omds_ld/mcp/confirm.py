@@ -39,12 +39,13 @@ from typing import Any, Literal, Protocol
 import mcp_types as types
 
 from omds_ld.mcp.state import StateStore
+from omds_ld.norm import consent as consent_rules
 
 INPUT_KEY = "omds-ld-confirmation"  # the key of our one input request in a round trip
 CONFIRMATION_TTL = 24 * 3600.0  # as long as an idempotency record: a retry finds it
 PENDING_TTL = 15 * 60.0  # how long a question waits for the person's answer
-# pending: not answered on the page yet; incomplete: a yes without a complete consent
-Action = Literal["accept", "decline", "cancel", "pending", "incomplete"]
+# pending: not answered on the page yet
+Action = Literal["accept", "decline", "cancel", "pending"]
 PAGE_WAIT_SECONDS = 120.0  # how long a 2025 call waits for the person's answer on the page
 URL_MESSAGE = (
     "Eine verbindliche Anfrage wartet auf Ihre Bestätigung: Melden Sie sich auf der Seite als "
@@ -53,13 +54,16 @@ URL_MESSAGE = (
     "the customer to and answer there."
 )
 
-CONSENT_METHODS = ("in-person", "phone", "video", "written", "electronic")
-CLOCK_SKEW_SECONDS = 300  # a consent "from the future" within this is a clock's drift
+CONSENT_METHODS = consent_rules.METHODS
+FORM_FIELDS = {"consentedBy": "bc:consentedBy", "consentMethod": "bc:consentMethod",
+               "consentedAt": "bc:consentedAt"}  # fmt: skip
 
 
-def question_schema(defaults: Mapping[str, str] | None) -> types.ElicitRequestedSchema:
+def question_schema(asked: Mapping[str, Any] | None) -> types.ElicitRequestedSchema:
     """The form the person answers: their yes, and, where the call applies for a customer, the
-    customer's consent as they know it (who, how, when; the model's account as defaults)."""
+    customer's consent as they state it (who, how, when). What the model was told is a field's
+    default, named as such; nothing nobody said is filled in, and a time the model was told from
+    before the offer was made is named as that, not filled in."""
     schema: dict[str, Any] = {
         "type": "object",
         "properties": {
@@ -71,57 +75,79 @@ def question_schema(defaults: Mapping[str, str] | None) -> types.ElicitRequested
         },
         "required": ["confirm"],
     }
-    if defaults is not None:
-        schema["properties"].update(
-            consentedBy={"type": "string", "title": "Zugestimmt hat / Consented by",
-                         "minLength": 1, "maxLength": 200, "default": defaults["bc:consentedBy"]},
-            consentMethod={"type": "string", "title": "Wie / How",
-                           "enum": list(CONSENT_METHODS), "default": defaults["bc:consentMethod"]},
-            consentedAt={"type": "string", "title": "Wann (ISO 8601) / When (ISO 8601)",
-                         "format": "date-time", "default": defaults["bc:consentedAt"]},
-        )  # fmt: skip
-        schema["required"] += ["consentedBy", "consentMethod", "consentedAt"]
+    if asked is None:
+        return schema
+    told = told_consent(asked)
+    at = told.get("bc:consentedAt", "")
+    flagged = consent_rules.before_offer(at, offered_at(asked))
+    by = {"type": "string", "title": "Zugestimmt hat / Consented by", "minLength": 1,
+          "maxLength": consent_rules.MAX_WHO}  # fmt: skip
+    how: dict[str, Any] = {"type": "string", "title": "Wie / How", "enum": list(CONSENT_METHODS)}
+    when: dict[str, Any] = {
+        "type": "string",
+        "title": "Wann / When",
+        "format": "date-time",
+        "description": "date and time with its offset, e.g. 2026-12-06T17:30:00+01:00",
+    }
+    for part, key in ((by, "bc:consentedBy"), (how, "bc:consentMethod"), (when, "bc:consentedAt")):
+        if told.get(key) and not (key == "bc:consentedAt" and flagged):
+            part["default"] = told[key]
+            before = f"{part['description']}; " if part.get("description") else ""
+            part["description"] = f"{before}as the assistant was told: {told[key]}"
+    if flagged:
+        when["description"] += (
+            f"; the assistant was told {at}, before this offer was made "
+            f"({asked.get('offeredAt')}): the customer's consent must be to this offer"
+        )
+    schema["properties"].update(consentedBy=by, consentMethod=how, consentedAt=when)
+    schema["required"] += list(FORM_FIELDS)
     return schema
 
 
+def told_consent(asked: Mapping[str, Any] | None) -> dict[str, str]:
+    """What the model was told of the customer's consent, as the question keeps it."""
+    told = (asked or {}).get("told") or {}
+    return {k: str(v) for k, v in told.items() if k in consent_rules.FIELDS and v}
+
+
+def offered_at(asked: Mapping[str, Any] | None) -> dt.datetime | None:
+    """When the offer the question names was made (a consent is to it, never from before)."""
+    return consent_rules.moment((asked or {}).get("offeredAt"))
+
+
 def stated_consent(
-    content: Mapping[str, Any] | None, defaults: Mapping[str, str] | None
-) -> dict[str, str] | None:
-    """The customer's consent as the person stated it (what they left alone: the defaults
-    shown), or None where it is incomplete; {} where the call needs none."""
-    if defaults is None:
-        return {}
+    content: Mapping[str, Any] | None,
+    asked: Mapping[str, Any] | None,
+    language: str = "en",
+) -> tuple[dict[str, str] | None, dict[str, str]]:
+    """The customer's consent as the person stated it (a field they left alone: what the model
+    was told, as shown), and each rule it breaks; ({}, {}) where the call needs none. Checked
+    with the norm's rules, as the insurer checks it."""
+    if asked is None:
+        return {}, {}
     content = content or {}
-    by = " ".join(str(content.get("consentedBy", defaults["bc:consentedBy"])).split())
-    method = str(content.get("consentMethod", defaults["bc:consentMethod"]))
-    at = str(content.get("consentedAt", defaults["bc:consentedAt"])).strip()
-    if not (0 < len(by) <= MAX_WHO) or method not in CONSENT_METHODS or _moment(at) is None:
-        return None
-    return {"bc:consentedBy": by, "bc:consentMethod": method, "bc:consentedAt": at}
-
-
-def _moment(text: str) -> float | None:
-    """An ISO 8601 date and time with its offset, not in the future; its epoch."""
-    try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None or len(text) > 40:
-        return None
-    stamp = moment.timestamp()
-    return stamp if stamp <= time.time() + CLOCK_SKEW_SECONDS else None
+    told = told_consent(asked)
+    stated: dict[str, str] = {}
+    for name, key in FORM_FIELDS.items():
+        value = content.get(name)  # a field not sent: what the model was told, as shown
+        stated[key] = str(value).strip() if value is not None else told.get(key, "")
+    stated["bc:consentedBy"] = " ".join(stated["bc:consentedBy"].split())
+    now = dt.datetime.now(dt.UTC)
+    broken = consent_rules.errors(stated, offered_at(asked), now, language)
+    return (None, broken) if broken else (stated, {})
 
 
 @dataclass(frozen=True)
 class Said:
-    """The person's answer through the client: accept (a yes, with the consent they stated),
-    decline, cancel, or pending (not answered on the page yet)."""
+    """The person's answer through the client: accept (a yes, with what they filled in of the
+    consent: ``content``, checked by the gate against the question), decline, cancel, or pending
+    (not answered on the page yet)."""
 
     action: Action
-    consent: Mapping[str, str] | None = None
+    content: Mapping[str, Any] | None = None
 
 
-MAX_WHO = 200  # the norm's bound on bc:confirmedBy: a client's long name never breaks the call
+MAX_WHO = consent_rules.MAX_WHO  # the norm's bound on bc:confirmedBy: a long name never breaks it
 
 
 @dataclass(frozen=True)
@@ -311,32 +337,21 @@ class UrlRoundTrip(RoundTrip):
         return types.InputRequiredResult(input_requests={INPUT_KEY: request}, request_state=pending)
 
 
-def with_offer(stated: Mapping[str, str] | None, asked: Mapping[str, str] | None) -> dict[str, str]:
+def with_offer(stated: Mapping[str, str] | None, asked: Mapping[str, Any] | None) -> dict[str, str]:
     """The consent the person stated, bound to the offer the question named."""
     if not stated or not asked:
         return {}
-    return {**stated, "bc:offerDigest": asked.get("bc:offerDigest", "")}
+    return {**stated, "bc:offerDigest": str(asked.get("bc:offerDigest", ""))}
 
 
 def _said(result: types.ElicitResult, schema: types.ElicitRequestedSchema) -> Said:
-    """A form's answer: a yes only with the boolean yes (and a complete consent where asked)."""
+    """A form's answer: a yes only with the boolean yes; what it states of the consent is
+    checked by the gate, against the question it answers."""
     if result.action != "accept":
         return Said(result.action)
     if not is_yes(result.action, result.content):
         return Said("decline")  # the form was sent without the box ticked
-    consent = stated_consent(result.content, _defaults(schema))
-    return Said("accept", consent) if consent is not None else Said("incomplete")
-
-
-def _defaults(schema: types.ElicitRequestedSchema) -> dict[str, str] | None:
-    """The consent defaults a question's form carries (None: it asks for no consent)."""
-    properties = schema.get("properties", {})
-    if "consentedBy" not in properties:
-        return None
-    return {
-        f"bc:{name}": str(properties[name].get("default", ""))
-        for name in ("consentedBy", "consentMethod", "consentedAt")
-    }
+    return Said("accept", dict(result.content or {}))
 
 
 def call_digest(insurer: str, broker: str, tool: str, arguments: Mapping[str, Any]) -> str:
@@ -385,10 +400,11 @@ class Confirmations:
         insurer: str,
         broker: str,
         shown: str,
-        consent: Mapping[str, str] | None = None,
+        consent: Mapping[str, Any] | None = None,
     ) -> str:
-        """A new question (its id: unguessable, the page's address); ``consent``: the defaults
-        of the consent the person states (None: the call needs none)."""
+        """A new question (its id: unguessable, the page's address); ``consent``: what the
+        consent the person states is asked with (``Question.consent``; None: the call needs
+        none)."""
         pending = secrets.token_urlsafe(24)
         record = {
             "digest": digest, "insurer": insurer, "broker": broker, "shown": shown,

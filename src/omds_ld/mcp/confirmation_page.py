@@ -28,6 +28,7 @@ is no page: a client that cannot ask its user is told to use one that can.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import json
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
 from starlette.requests import Request
@@ -46,7 +48,15 @@ from starlette.routing import BaseRoute, Route
 from omds_ld.auth.resource import ResourceGuard
 from omds_ld.auth.tokens import Identity
 from omds_ld.mcp.config import PageLogin
-from omds_ld.mcp.confirm import CONSENT_METHODS, Confirmations, stated_consent
+from omds_ld.mcp.confirm import (
+    CONSENT_METHODS,
+    FORM_FIELDS,
+    Confirmations,
+    offered_at,
+    stated_consent,
+    told_consent,
+)
+from omds_ld.norm import consent as consent_rules
 
 CONFIRMATION_PATH = "/omds-ld/confirmations"
 CALLBACK = "callback"  # …/confirmations/callback: where the authorization server sends the code
@@ -240,7 +250,13 @@ class ConfirmationPage:
             return _page("Already answered", _answered(question))
         return _page("Confirm a binding request", self._form(pending, question, person))
 
-    def _form(self, pending: str, question: Mapping[str, Any], person: _Person) -> str:
+    def _form(
+        self,
+        pending: str,
+        question: Mapping[str, Any],
+        person: _Person,
+        filled: Mapping[str, str] | None = None,
+    ) -> str:
         who = escape(person.name or person.subject)
         return (
             f"<p>You are logged in as <b>{who}</b> ({escape(person.subject)}). An agent asks to "
@@ -248,9 +264,9 @@ class ConfirmationPage:
             f"bind the customer to:</p><pre>{escape(str(question['shown']))}</pre>"
             '<form method="post">'
             f'<input type="hidden" name="csrf" value="{_form_token(person.session, pending)}">'
-            + _consent_fields(question.get("consent"))
+            + _consent_fields(question.get("consent"), filled)
             + '<button name="answer" value="confirm">Confirm (binds the customer)</button>'
-            '<button name="answer" value="decline">Decline</button></form>'
+            '<button name="answer" value="decline" formnovalidate>Decline</button></form>'
         )
 
     async def _answer(
@@ -275,15 +291,16 @@ class ConfirmationPage:
         answer = (form.get("answer") or [""])[0]
         if answer not in {"confirm", "decline"}:
             return _page("Incomplete", "<p>Confirm or decline.</p>", 422)
-        consent = stated_consent(
-            {k: (form.get(k) or [""])[0] for k in CONSENT_FIELDS if k in form},
-            question.get("consent"),
-        )
+        asked = question.get("consent")
+        content = _stated_fields(form, asked)
+        consent, broken = stated_consent(content, asked)
         if answer == "confirm" and consent is None:
+            # refused with the insurer's words for each rule, the form shown again as filled
+            listed = "".join(f"<li>{escape(rule)}</li>" for rule in broken.values())
             return _page(
-                "Incomplete",
-                "<p>State the customer's consent: who consented, how, and when (a date and time "
-                "with its offset, not in the future). Nothing was done.</p>",
+                "Not confirmed yet",
+                f"<p>The customer's consent does not hold; nothing was done:</p><ul>{listed}</ul>"
+                + self._form(pending, question, person, content),
                 422,
             )
         answered = await self.confirmations.answer_page(
@@ -302,26 +319,98 @@ async def _read_form(request: Request) -> dict[str, list[str]] | None:
     return parse_qs(raw.decode("utf-8", "replace"))
 
 
-CONSENT_FIELDS = ("consentedBy", "consentMethod", "consentedAt")
+def _stated_fields(
+    form: Mapping[str, list[str]], asked: Mapping[str, Any] | None
+) -> dict[str, str]:
+    """What the person filled in of the consent, every field as sent (an empty one is empty,
+    never what the assistant was told); the time picked in the insurer's time zone, with its
+    offset, or as typed with one."""
+    content = {name: (form.get(name) or [""])[0] for name in FORM_FIELDS if name != "consentedAt"}
+    typed = (form.get("consentedAt") or [""])[0]
+    picked = (form.get("consentedAtLocal") or [""])[0]
+    content["consentedAt"] = typed or _in_zone(picked, _zone(asked))
+    return content
 
 
-def _consent_fields(defaults: Mapping[str, str] | None) -> str:
-    """The customer's consent as the person states it, the agent's account filled in."""
-    if not defaults:
+def _zone(asked: Mapping[str, Any] | None) -> str:
+    zone = str((asked or {}).get("zone") or "UTC")
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return "UTC"
+    return zone
+
+
+def _in_zone(local: str, zone: str) -> str:
+    """A picked date and time (no offset) as the moment it is in ``zone``; as picked where it
+    is no date and time (the rule then says so)."""
+    try:
+        moment = dt.datetime.fromisoformat(local)
+    except ValueError:
+        return local
+    if moment.tzinfo is not None:
+        return local
+    return moment.replace(tzinfo=ZoneInfo(zone)).isoformat(timespec="seconds")
+
+
+def _consent_fields(asked: Mapping[str, Any] | None, filled: Mapping[str, str] | None) -> str:
+    """The customer's consent as the person states it: what the assistant was told is shown as
+    that (and filled in, unless it is from before the offer); nothing nobody said is filled in."""
+    if asked is None:
         return ""
-    options = "".join(
-        f'<option value="{m}"{" selected" if m == defaults["bc:consentMethod"] else ""}>{m}'
-        "</option>"
+    told = told_consent(asked)
+    flagged = consent_rules.before_offer(told.get("bc:consentedAt"), offered_at(asked))
+    values = dict(filled or {})
+    if filled is None:
+        values = {name: told.get(key, "") for name, key in FORM_FIELDS.items()}
+        if flagged:
+            values["consentedAt"] = ""
+    zone = _zone(asked)
+    chosen = values.get("consentMethod", "")
+    options = '<option value="">(choose)</option>' + "".join(
+        f'<option value="{m}"{" selected" if m == chosen else ""}>'
+        f"{escape(consent_rules.method_label(m))}</option>"
         for m in CONSENT_METHODS
     )
+    local = _local(values.get("consentedAt", ""), zone)
+    if told:
+        said = ", ".join(
+            escape(v)
+            for v in (
+                told.get("bc:consentedBy", ""),
+                consent_rules.method_label(told.get("bc:consentMethod", ""))
+                if told.get("bc:consentMethod")
+                else "",
+                told.get("bc:consentedAt", ""),
+            )
+            if v
+        )
+        told_line = f"<p>As the assistant was told: {said}.</p>"
+    else:
+        told_line = "<p>The assistant was told nothing of the customer's consent.</p>"
+    if flagged:
+        told_line += (
+            f"<p><b>That time is before this offer was made ({escape(str(asked.get('offeredAt')))}"
+            "): the customer's consent must be to this offer.</b> Ask the customer, and state "
+            "when they agreed to it.</p>"
+        )
     return (
-        "<fieldset><legend>The customer's consent, as you know it</legend>"
-        '<p><label>Who consented <input name="consentedBy" required maxlength="200" '
-        f'value="{escape(defaults["bc:consentedBy"])}"></label></p>'
-        f'<p><label>How <select name="consentMethod">{options}</select></label></p>'
-        '<p><label>When (ISO 8601, with offset) <input name="consentedAt" required '
-        f'maxlength="40" value="{escape(defaults["bc:consentedAt"])}"></label></p></fieldset>'
+        "<fieldset><legend>The customer's consent to this offer, as you state it</legend>"
+        + told_line
+        + '<p><label>Who consented <input name="consentedBy" required maxlength="200" '
+        f'value="{escape(values.get("consentedBy", ""))}"></label></p>'
+        f'<p><label>How <select name="consentMethod" required>{options}</select></label></p>'
+        '<p><label>When <input type="datetime-local" name="consentedAtLocal" required '
+        f'value="{escape(local)}"></label> ({escape(zone)}, the insurer\'s time)</p></fieldset>'
     )
+
+
+def _local(text: str, zone: str) -> str:
+    """A moment as a date-time picker shows it, in the insurer's time zone ('' if none)."""
+    moment = consent_rules.moment(text)
+    if moment is None:
+        return ""
+    return moment.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%dT%H:%M")
 
 
 def _form_token(session: str, pending: str) -> str:

@@ -20,7 +20,7 @@ import mcp_types as types
 from opentelemetry.trace import get_current_span
 
 from omds_ld.auth.upstream import UpstreamTokenError
-from omds_ld.mcp.catalogue import ToolSpec
+from omds_ld.mcp.catalogue import ToolSpec, stated_shapes
 from omds_ld.mcp.condense import (
     ANSWER_META,
     ANSWER_TYPES,
@@ -138,6 +138,8 @@ class Executor:
         self.norm = norm
         # the norm's deprecated operations, each with the one to use instead: answers say so
         self.deprecated = {n: op.replaced_by for n, op in norm.operations.items() if op.deprecated}
+        # the body parts the person confirming states (the consent): next steps say so
+        self.stated = stated_shapes(norm)
         # calls a second and the burst one caller may make; None: no limit
         self.rate = rate
         self.instance = instance
@@ -549,6 +551,7 @@ class Executor:
             offered=offered,
             step_arguments=_step_arguments(),
             deprecated=self.deprecated,
+            stated=self.stated,
         )
 
     async def _call_insurer(
@@ -741,6 +744,7 @@ class Executor:
             step_arguments=_step_arguments(),
             shared=_shared(),
             deprecated=self.deprecated,
+            stated=self.stated,
             sent=arguments.get("body"),
             carried=carried,
         )

@@ -10,6 +10,7 @@ that does not name the offer). Nothing is sent to the insurer before the yes.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,21 +19,22 @@ import mcp_types as types
 
 from omds_ld.mcp.catalogue import ToolSpec
 from omds_ld.mcp.confirm import (
-    CONSENT_METHODS,
     Confirmations,
     Confirmed,
     Person,
     RoundTrip,
     Said,
     call_digest,
-    now,
+    offered_at,
     question_schema,
     stated_consent,
+    told_consent,
     with_offer,
 )
 from omds_ld.mcp.refusal import Refusal
 from omds_ld.mcp.upstream import CALLER, Upstream
 from omds_ld.norm import Norm
+from omds_ld.norm import consent as consent_rules
 from omds_ld.norm.jsonld import NotJsonLd, canonical
 from omds_ld.norm.receipt import Signer
 
@@ -104,7 +106,7 @@ class Gate:
                 return said
             confirmed = await self._yes(person, said, digest, given)
             if confirmed is None:
-                consent = with_offer(said.consent, question.consent)
+                consent = self._stated(said.content, question.consent)
                 confirmed = Confirmed.of(_subject(broker), person.via, question.shown, who, consent)
         if self.receipts is not None and confirmed.consent and not confirmed.receipt:
             receipt = self.receipts(_subject(broker), confirmed.to_jsonld(), confirmed.consent)
@@ -124,8 +126,6 @@ class Gate:
         for a yes given through the client, which the caller records)."""
         if said.action == "pending":
             raise self._waiting()
-        if said.action == "incomplete":
-            raise self._incomplete()
         if said.action != "accept":
             await self.confirmations.declined(digest)  # told now: not again at the next call
             raise self._declined(said.action)
@@ -149,11 +149,9 @@ class Gate:
         if question is None:
             return None  # too late, answered before, or for another call: asked anew
         said = person.answer(question_schema(question.get("consent")))
-        if said.action == "incomplete":
-            raise self._incomplete()
         if said.action != "accept":
             raise self._declined(said.action)
-        consent = with_offer(said.consent, question.get("consent"))
+        consent = self._stated(said.content, question.get("consent"))
         return Confirmed.of(_subject(broker), person.via, str(question["shown"]), who, consent)
 
     def _declined(self, action: str) -> Refusal:
@@ -166,14 +164,25 @@ class Gate:
             )
         )
 
-    def _incomplete(self) -> Refusal:
+    def _stated(
+        self, content: Mapping[str, Any] | None, asked: Mapping[str, Any] | None
+    ) -> dict[str, str]:
+        """The consent the person stated through the client, bound to the offer; refused with
+        the rules it breaks (the insurer's words for them)."""
+        stated, broken = stated_consent(content, asked)
+        if stated is None:
+            raise self._incomplete(broken)
+        return with_offer(stated, asked)
+
+    def _incomplete(self, broken: Mapping[str, str]) -> Refusal:
         return Refusal(
             self.problem(
                 "consent-missing",
-                "the person confirmed, but the customer's consent they stated is not complete "
-                "(who consented, how: one of " + ", ".join(CONSENT_METHODS) + ", and when: a "
-                "date and time with its offset, not in the future). Nothing was applied for; "
-                "call again and let them state it",
+                "the person confirmed, but the customer's consent they stated does not hold: "
+                + "; ".join(broken.values())
+                + ". Nothing was applied for; call again with the same arguments, and the "
+                "person states it anew",
+                [{"pointer": "/body/" + "bc:consent/" + k, "detail": v} for k, v in broken.items()],
             )
         )
 
@@ -243,23 +252,49 @@ class Gate:
             raise Refusal(
                 self.problem(
                     "consent-mismatch",
-                    "the consent names another offer's digest than this offer's "
-                    f"({offer.get('bc:offerDigest')}): the customer consented to other "
-                    "conditions. Show them this offer (readOffer) and ask for their consent; "
-                    "nothing was asked of the person or sent to the insurer",
+                    "the consent you sent names another offer's digest than this offer's "
+                    f"({offer.get('bc:offerDigest')}): leave bc:offerDigest out. The person "
+                    "confirming states the customer's consent to this offer; nothing was asked "
+                    "of the person or sent to the insurer",
                 )
             )
-        consent = _consent_defaults(told, body.get("bc:policyholder") or {})
-        consent["bc:offerDigest"] = str(offer.get("bc:offerDigest", ""))
+        asked = {
+            "told": {k: told[k] for k in consent_rules.FIELDS if told.get(k)},
+            "bc:offerDigest": str(offer.get("bc:offerDigest", "")),
+            "offeredAt": str(offer.get("bc:createdAt", "")),
+            "zone": str(offer.get("bc:timeZone", "")),
+        }
+        self._told_holds(asked)
         product = await self._product_label(str(offer.get("p:hasRootProduct", "")))
-        return Question("\n".join(self._application_lines(offer, product, body, consent)), consent)
+        return Question("\n".join(self._application_lines(offer, product, body, asked)), asked)
+
+    def _told_holds(self, asked: Mapping[str, Any]) -> None:
+        """What the model was told of the consent, refused where no person could state it so (a
+        time without its offset, in the future, no date at all), with the rule's words; a time
+        from before the offer is shown to the person as that, not refused: they state when."""
+        told = told_consent(asked)
+        if "bc:consentedAt" not in told:
+            return
+        now = dt.datetime.now(dt.UTC)
+        broken = consent_rules.time_error(told["bc:consentedAt"], None, now)
+        if broken is None:
+            return
+        raise Refusal(
+            self.problem(
+                "invalid-body",
+                f"{broken}. Send the time as you were told it, with its offset, or leave "
+                "bc:consentedAt out: the person confirming states it. Nothing was asked of the "
+                "person or sent to the insurer",
+                [{"pointer": "/body/bc:consent/bc:consentedAt", "detail": broken}],
+            )
+        )
 
     def _application_lines(
         self,
         offer: Mapping[str, Any],
         product: str,
         body: Mapping[str, Any],
-        consent: Mapping[str, str],
+        asked: Mapping[str, Any],
     ) -> list[str]:
         """Everything the application binds the customer to, in full: the person sees what the
         model is not shown (the whole account, the holder, the policyholder's identity, where
@@ -272,8 +307,7 @@ class Gate:
         de_freq, en_freq = FREQUENCIES.get(str(payment.get("bc:paymentFrequency")), ("", ""))
         de_method, en_method = METHODS.get(str(payment.get("bc:paymentMethod")), ("", ""))
         account = _account(payment)
-        by, how, at = (consent.get(k, "") for k in
-                       ("bc:consentedBy", "bc:consentMethod", "bc:consentedAt"))  # fmt: skip
+        de_consent, en_consent = _told(asked)
         start = body.get("bc:startDate", "")
         email = holder.get("p:email", "")
         return [
@@ -301,9 +335,9 @@ class Gate:
                 f"Offer valid until {offer.get('bc:validUntil')}",
             ),
             self._line(
-                f"Zustimmung des Kunden (geben Sie an, wer, wie und wann; vorgeschlagen: {by}, "
-                f"{how}, {at})",
-                f"The customer's consent (state who, how and when; proposed: {by}, {how}, {at})",
+                "Zustimmung des Kunden zu diesem Angebot: geben Sie an, wer, wie und wann "
+                f"({de_consent})",
+                f"The customer's consent to this offer: state who, how and when ({en_consent})",
             ),
             self._line(
                 "Bestätigen Sie, dass der Kunde diesem Antrag zustimmt? Er bindet den Kunden.",
@@ -354,33 +388,38 @@ class Gate:
 
 @dataclass(frozen=True)
 class Question:
-    """What the person is shown, and the consent they state (its defaults, with the offer's
-    digest); None where the call binds without a consent."""
+    """What the person is shown, and what the consent they state is asked with: what the model
+    was told of it (``told``), the offer's digest, when it was made and the insurer's time zone;
+    None where the call binds without a consent."""
 
     shown: str
-    consent: dict[str, str] | None
+    consent: dict[str, Any] | None
 
 
-def _consent_defaults(told: Mapping[str, Any], holder: Mapping[str, Any]) -> dict[str, str]:
-    """The consent's fields as the model told them, where they are admissible; else the
-    policyholder, in person, now: the person confirms or corrects each."""
-    by = " ".join(str(told.get("bc:consentedBy") or person_name(holder)).split())[:200]
-    method = str(told.get("bc:consentMethod") or "")
-    at = str(told.get("bc:consentedAt") or "")
-    return {
-        "bc:consentedBy": by,
-        "bc:consentMethod": method if method in CONSENT_METHODS else "in-person",
-        "bc:consentedAt": at if stated_consent({"consentedAt": at}, _PROBE) else now(),
-    }
-
-
-_PROBE = {"bc:consentedBy": "-", "bc:consentMethod": "in-person", "bc:consentedAt": ""}
-
-
-def person_name(holder: Mapping[str, Any]) -> str:
-    if holder.get("@type") == "p:Organization":
-        return str(holder.get("p:legalName", ""))
-    return f"{holder.get('p:givenName', '')} {holder.get('p:familyName', '')}".strip()
+def _told(asked: Mapping[str, Any]) -> tuple[str, str]:
+    """What the model was told of the consent, as the person is shown it (German, English): as
+    told, never as stated; a time from before the offer named as such."""
+    told = told_consent(asked)
+    if not told:
+        return ("dem Assistenten wurde nichts davon gesagt",
+                "the assistant was told nothing of it")  # fmt: skip
+    method = told.get("bc:consentMethod", "")
+    at = told.get("bc:consentedAt", "")
+    de = [
+        told.get("bc:consentedBy", ""),
+        consent_rules.method_label(method, "de") if method else "",
+        at,
+    ]
+    en = [told.get("bc:consentedBy", ""), consent_rules.method_label(method) if method else "", at]
+    de_text = "wie dem Assistenten gesagt: " + ", ".join(x for x in de if x)
+    en_text = "as the assistant was told: " + ", ".join(x for x in en if x)
+    if consent_rules.before_offer(at, offered_at(asked)):
+        made = asked.get("offeredAt", "")
+        de_text += (f"; das war vor der Erstellung dieses Angebots am {made}: die Zustimmung des "
+                    "Kunden muss diesem Angebot gelten")  # fmt: skip
+        en_text += (f"; that was before this offer was made at {made}: the customer's consent "
+                    "must be to this offer")  # fmt: skip
+    return de_text, en_text
 
 
 def _subject(broker: str) -> str:

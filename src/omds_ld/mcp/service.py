@@ -573,18 +573,17 @@ async def _answer_json(exchange: _Exchange, answer: Mapping[str, Any]) -> None:
 
 
 def _asks_in_stream(opening: Any) -> bool:
-    """Whether a session's client can be asked within a call (elicitation in form mode), so
-    that its answers come as a stream (SSE)."""
+    """Whether a session's client can be asked within a call (elicitation, form or URL mode),
+    so that its answers come as a stream (SSE)."""
     return _can_ask(opening.get("capabilities") if isinstance(opening, Mapping) else None)
 
 
 def _can_ask(capabilities: Any) -> bool:
-    """Whether client capabilities declare elicitation in form mode (an empty elicitation
-    capability is form mode)."""
+    """Whether client capabilities declare elicitation in either mode (an empty elicitation
+    capability is form mode; URL mode alone is asked too: ``elicitation/create`` with the
+    confirmation page's address, never the address in the model's text)."""
     elicitation = capabilities.get("elicitation") if isinstance(capabilities, Mapping) else None
-    if not isinstance(elicitation, Mapping):
-        return False
-    return "form" in elicitation or "url" not in elicitation  # URL mode only: the page asks
+    return isinstance(elicitation, Mapping)
 
 
 def _direct_call(

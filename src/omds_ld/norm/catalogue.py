@@ -69,6 +69,13 @@ class Operation:
     replaced_by: str = ""
     # the request's fields marked deprecated: parameter names, body fields as ``body.name``
     deprecated_fields: tuple[str, ...] = ()
+    # the operation as an MCP server offers it to a model (x-omds-ld-mcp), where it differs from
+    # the interface's: ``person_states`` names the body's part the person using the client
+    # states (the model sends only what it was told of it), with the description and the body's
+    # line a model reads
+    person_states: str = ""
+    mcp_description: str = ""
+    mcp_body_description: str = ""
     _validator: SchemaValidator | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -230,6 +237,7 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
                     raise ValueError(f"{raw['operationId']}: request body must refer to a schema")
                 request_schema = bundle_schema(document, match.group("name"))
                 validator = SchemaValidator(request_schema)
+            at_mcp = raw.get("x-omds-ld-mcp") or {}
             yield Operation(
                 operation_id=raw["operationId"],
                 method=method.upper(),
@@ -249,6 +257,9 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
                 deprecated=bool(raw.get("deprecated", False)),
                 replaced_by=str(extension.get("replacedBy", "")),
                 deprecated_fields=_deprecated_fields(document, raw, parameters, request_schema),
+                person_states=str(at_mcp.get("personStates", "")),
+                mcp_description=str(at_mcp.get("description", "")).strip(),
+                mcp_body_description=str(at_mcp.get("body", "")).strip(),
                 _validator=validator,
             )
 

@@ -10,9 +10,11 @@ like anyone else.
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
 import httpx
@@ -24,6 +26,8 @@ DEMO_PASSWORD = "demo"
 _FORM = re.compile(r'<form method="post"(?: action="([^"]*)")?>(.*?)</form>', re.S)
 _HIDDEN = re.compile(r'<input type="hidden" name="([^"]*)" value="([^"]*)">')
 _SHOWN = re.compile(r"<pre>(.*?)</pre>", re.S)
+_INPUT = re.compile(r'<input (?:type="[^"]*" )?name="(consent[A-Za-z]*)"[^>]*? value="([^"]*)"')
+_SELECTED = re.compile(r'<option value="([^"]+)" selected>')
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class Reading:
     status: int
     shown: str
     page: str
+    # the customer's consent as the person stated it there (the form's fields as sent)
+    stated: Mapping[str, str] = field(default_factory=dict)
 
 
 class PagePerson:
@@ -54,18 +60,24 @@ class PagePerson:
         async with self._browser() as browser:
             return await self.open(browser, page)
 
-    async def answer(self, page: str, answer: str) -> Reading:
-        """Open the page (logging in), then confirm or decline with its form: the answer's
-        status, and what the page showed before."""
+    async def answer(
+        self, page: str, answer: str, consent: Mapping[str, str] | None = None
+    ) -> Reading:
+        """Open the page (logging in), then confirm or decline with its form as a browser sends
+        it: the fields as the page filled them in, the customer's consent as this person states
+        it (``consent``: by, method, at; a time not stated is the moment they confirm). The
+        answer's status, and what the page showed before."""
         async with self._browser() as browser:
             opened = await self.open(browser, page)
             token = dict(_HIDDEN.findall(opened.page)).get("csrf")
             if opened.status != 200 or token is None:
                 return opened  # nothing to answer here (not found, not theirs, answered)
-            answered = await browser.post(
-                page, data={"csrf": html.unescape(token), "answer": answer}
-            )
-            return Reading(answered.status_code, opened.shown, answered.text)
+            data = {"csrf": html.unescape(token), "answer": answer}
+            stated: dict[str, str] = {}
+            if answer == "confirm" and 'name="consentedBy"' in opened.page:
+                stated = consent_form(opened.page, consent or {})
+            answered = await browser.post(page, data={**data, **stated})
+            return Reading(answered.status_code, opened.shown, answered.text, stated)
 
     async def open(self, browser: httpx.AsyncClient, page: str) -> Reading:
         """Open the page in ``browser`` (a client that follows redirects), logging in."""
@@ -78,6 +90,26 @@ class PagePerson:
                 fields.setdefault(key, []).append(value)
             opened = await browser.post(urljoin(str(opened.url), action), data=fields)
         return _reading(opened)
+
+
+def consent_form(page: str, consent: Mapping[str, str]) -> dict[str, str]:
+    """The consent's fields as the page filled them in (what the assistant was told), each
+    replaced where this person states it otherwise; a time nobody gave is now."""
+    filled = {html.unescape(k): html.unescape(v) for k, v in _INPUT.findall(page)}
+    chosen = _SELECTED.search(page)
+    fields = {
+        "consentedBy": consent.get("by") or filled.get("consentedBy", ""),
+        "consentMethod": consent.get("method")
+        or (html.unescape(chosen.group(1)) if chosen else ""),
+    }
+    at = consent.get("at")
+    if at:
+        fields["consentedAt"] = str(at)
+    elif filled.get("consentedAtLocal"):
+        fields["consentedAtLocal"] = filled["consentedAtLocal"]
+    else:
+        fields["consentedAt"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return fields
 
 
 def _login_form(page: str) -> tuple[str, list[tuple[str, str]]] | None:

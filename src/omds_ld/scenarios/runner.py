@@ -88,7 +88,11 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
             "application_at": scenario.application_at,
         },
         "application": dict(scenario.application),
-        "person": scenario.person,
+        "person": (
+            {"answer": scenario.person, "consent": dict(scenario.person_consent)}
+            if scenario.person_consent
+            else scenario.person
+        ),
         "assumptions": [
             {"name": a.name, "wordings": {k: list(v) for k, v in a.wordings.items()}}
             for a in scenario.assumptions
@@ -97,6 +101,14 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
         "runs": scenario.runs,
         "minimum_calls": scenario.minimum_calls,
     }
+
+
+def person_states(scenario: Scenario) -> dict[str, str]:
+    """The customer's consent as the scenario's person states it on the page: what the task
+    says of it (the application's consent: by, method), over which the person's own account."""
+    told = scenario.application.get("consent") or {}
+    known = {k: str(told[k]) for k in ("by", "method", "at") if told.get(k)}
+    return {**known, **scenario.person_consent}
 
 
 async def prepare(scenario: Scenario, agent: str, base_url: str, out_dir: Path) -> Scenario:
@@ -215,8 +227,9 @@ async def run_once(
                 writer.write(TOOLS_LIST, **{"mcp.server": server, "tools": tools[server]})
                 clients[server] = client
             session = RunSession(
-                clients, writer, scenario.budget, person=scenario.person, measure=measure
-            )
+                clients, writer, scenario.budget, person=scenario.person, measure=measure,
+                consent=person_states(scenario),
+            )  # fmt: skip
             session.tools = tools
             final = await asyncio.wait_for(
                 agent.run(scenario, session), timeout=scenario.budget.seconds

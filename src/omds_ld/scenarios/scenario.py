@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from omds_ld import yamlfile
+from omds_ld.norm.consent import METHODS
 from omds_ld.scenarios.protocol import BROKER_ENDPOINT
 
 
@@ -84,6 +85,10 @@ class Scenario:
     # how the person using the client answers a confirmation: confirm, decline, or None (nobody
     # answers: a binding call stays unconfirmed)
     person: str | None = None
+    # the customer's consent as that person states it on the page (by, method, at: what they
+    # know of it, over what the task told the agent in ``application``'s consent; a time not
+    # given is the moment they confirm): ``person: {answer: confirm, consent: {...}}``
+    person_consent: Mapping[str, str] = field(default_factory=dict)
     # the application's expected state (accepted, referred, declined, counter-offer, withdrawn),
     # or "none": nothing may be applied for (the final answer says why: ``says``; without it,
     # the person declined)
@@ -147,8 +152,7 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
     at = expected.get("application_at")
     if at is not None and insurers and at not in insurers:
         raise ValueError(f"{raw.get('id')}: application_at is one of its insurers")
-    if raw.get("person") not in (None, *PERSON_ANSWERS):
-        raise ValueError(f"{raw.get('id')}: person is one of {', '.join(PERSON_ANSWERS)}")
+    person, person_consent = _person(raw)
     inquire = "inquire" in (expected.get("premium"), expected.get("premiums"))
     if inquire or outcome != "premium":
         premiums: dict[str, Decimal] = {}
@@ -185,11 +189,40 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         refused_field=expected.get("refused"),
         minimum_calls=raw.get("minimum_calls"),
         application=dict(raw.get("application") or {}),
-        person=raw.get("person"),
+        person=person,
+        person_consent=person_consent,
         application_outcome=expected.get("application"),
         application_at=expected.get("application_at"),
         insurers=insurers,
     )
+
+
+def _person(raw: Mapping[str, Any]) -> tuple[str | None, dict[str, str]]:
+    """How the person answers (``person: confirm`` or ``person: {answer: confirm, consent: {by,
+    method, at}}``), refused at load naming the field that is wrong."""
+    given = raw.get("person")
+    where = raw.get("id")
+    if not isinstance(given, Mapping):
+        if given not in (None, *PERSON_ANSWERS):
+            raise ValueError(f"{where}: person is one of {', '.join(PERSON_ANSWERS)}")
+        return given, {}
+    answer = given.get("answer")
+    if answer not in PERSON_ANSWERS:
+        raise ValueError(f"{where}: person.answer is one of {', '.join(PERSON_ANSWERS)}")
+    consent = given.get("consent") or {}
+    if not isinstance(consent, Mapping) or not set(consent) <= {"by", "method", "at"}:
+        raise ValueError(f"{where}: person.consent has by, method and at, nothing else")
+    for key, value in consent.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: person.consent.{key} is text (quote it), not {value!r}")
+    if "method" in consent and consent["method"] not in METHODS:
+        raise ValueError(f"{where}: person.consent.method is one of {', '.join(METHODS)}")
+    unknown = set(given) - {"answer", "consent"}
+    if unknown:
+        raise ValueError(
+            f"{where}: person has answer and consent, not {', '.join(sorted(unknown))}"
+        )
+    return str(answer), dict(consent)
 
 
 def _insurers(raw: Mapping[str, Any], servers: tuple[str, ...]) -> tuple[str, ...]:

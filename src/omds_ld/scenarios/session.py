@@ -107,6 +107,7 @@ class RunSession:
         page_person: PagePerson | None = None,
         via: str = "confirmation page",
         measure: bool = False,
+        consent: Mapping[str, str] | None = None,
     ) -> None:
         self.clients = dict(clients)
         # every call also asks for the insurer's whole JSON-LD (full), which the protocol keeps
@@ -117,6 +118,8 @@ class RunSession:
         # the page themselves (the chat page's person), or None: nobody answers
         self.person = person
         self.page_person = page_person or PagePerson()
+        # the customer's consent as the scripted person states it on the page (by, method, at)
+        self.consent = dict(consent or {})
         self.via = via
         self.writer = writer
         self.budget = budget
@@ -206,10 +209,11 @@ class RunSession:
         answers as scripted; the answer goes into the protocol. False: they could not."""
         if answer not in ("confirm", "decline"):
             return False
-        answered = await self.page_person.answer(page, answer)
+        answered = await self.page_person.answer(page, answer, self.consent)
         self.writer.write(
             PERSON, answer=answer, via=self.via, url=page, shown=answered.shown,
             status=answered.status,
+            **({"consent": dict(answered.stated)} if answered.stated else {}),
         )  # fmt: skip
         return answered.status == 200
 

@@ -25,6 +25,7 @@ const TEXT = german
       confirmTitle: "Bitte bestätigen: das bindet den Kunden",
       openPage: "Bestätigungsseite öffnen (als Makler anmelden, prüfen, antworten)",
       onPage: "Nur Sie beantworten das, angemeldet als der Makler, für den das Modell handelt: auf der Bestätigungsseite.",
+      statedOnPage: "Die Zustimmung des Kunden geben Sie auf der Bestätigungsseite an: wer, wie und wann.",
       answered: "Ich habe auf der Seite geantwortet: weiter",
       confirmed: "Sie haben bestätigt", declined: "Sie haben abgelehnt",
       waits: "wartet auf Ihre Bestätigung", application: "Antrag", policy: "Polizzennummer",
@@ -51,6 +52,7 @@ const TEXT = german
       confirmTitle: "Please confirm: this binds the customer",
       openPage: "Open the confirmation page (log in as the broker, review, answer)",
       onPage: "Only you answer this, logged in as the broker the model acts for: on the confirmation page.",
+      statedOnPage: "You state the customer's consent on the confirmation page: who, how and when.",
       answered: "I answered on the page: go on",
       confirmed: "You confirmed", declined: "You declined",
       waits: "waits for your confirmation", application: "Application", policy: "policy number",
@@ -99,6 +101,11 @@ function shapeSet(shape, shapes, prefill, field = null, variant = null) {
     const kinds = one.shapes || [];
     if (kinds.length > 1) {
       set.append(...shapeChoice(one.name, kinds, shapes, prefill));
+      continue;
+    }
+    if (kinds.length && kinds[0] === prefill["@stated"]) {
+      // the part the person states when they confirm (the consent): no field of it here
+      set.append(element("p", { class: "stated" }, TEXT.statedOnPage));
       continue;
     }
     const nested = shapes.find((x) => x.iri === kinds[0]);
@@ -177,13 +184,11 @@ async function shapeByHand(iri) {
   return shape && shape.fields && localName(shape.iri) === localName(iri) ? shape : null;
 }
 
-function prefilled(structured) {
-  // what the answer that offered a step knows for its body: the offer's digest, the insurer's
-  // today, the moment now
+function prefilled(structured, step) {
+  // what the answer that offered a step knows for its body: the insurer's today; and the part
+  // the person states on the confirmation page (no form of it here)
   const today = structured.insurerToday || new Date().toISOString().slice(0, 10);
-  const out = { "bc:startDate": today, "bc:consentedAt": new Date().toISOString().slice(0, 19) + "Z" };
-  if (structured.offer && structured.offer.digest) out["bc:offerDigest"] = structured.offer.digest;
-  return out;
+  return { "bc:startDate": today, "@stated": step.statedByPerson };
 }
 
 function openForm(server, tool, argumentsGiven = {}, body = undefined, shapes = [], prefill = {}) {
@@ -354,7 +359,7 @@ function toolArticle(event) {
       const button = element("button", { type: "button", "data-tool": step.tool }, label);
       const expected = (structured.shapes || []).filter((x) => (step.expects || []).includes(x.iri));
       button.addEventListener("click", () => openForm(event["mcp.server"], step.tool,
-        step.arguments || {}, step.body, expected, prefilled(structured)));
+        step.arguments || {}, step.body, expected, prefilled(structured, step)));
       nav.append(button);
     }
     // by hand the steps are the way on; after a model's call they are there to take over from it

@@ -31,6 +31,7 @@ def condense(
     deprecated: Mapping[str, str] | None = None,
     sent: Any = None,
     carried: Carried | None = None,
+    stated: Mapping[str, str] | None = None,
 ) -> Condensed:
     """Condense one answer of the insurer, in the norm's canonical JSON-LD form.
 
@@ -41,7 +42,8 @@ def condense(
     ``step_arguments`` are taken by every next step besides its own (the broker endpoint's
     ``insurer``); ``shared`` is what the broker endpoint's session was shown at any insurer.
     ``deprecated`` names the norm's deprecated operations (with what to use instead): a call of
-    one and a next step to one say so. ``sent`` is the body of the call answered: a risk object
+    one and a next step to one say so. ``stated`` names, per operation, the shape of the body
+    part the person confirming states: a next step says so. ``sent`` is the body of the call answered: a risk object
     stored with the fields it sent is said to be so, its values not repeated. ``carried`` is
     the memory a client without a session sent (its last answer's ``seen``): it stands for
     ``shapes_seen`` and ``drafts_seen``, and the answer's own ``seen`` goes out with its next
@@ -51,7 +53,7 @@ def condense(
         shapes_seen = carried.shapes_seen
         drafts_seen = None if drafts_seen is None else carried.drafts_seen
     w = Writer(language)
-    w.shared, w.insurer, w.deprecated = shared, insurer, deprecated or {}
+    w.shared, w.insurer, w.deprecated, w.stated = shared, insurer, deprecated or {}, stated or {}
     w.sent = _sent_risk_objects(sent)
     if drafts_seen is not None:
         w.drafts_before, w.name_unchanged = drafts_seen, True
@@ -120,10 +122,11 @@ def condense_problem(
     offered: Collection[str] | None = None,
     step_arguments: Mapping[str, Any] | None = None,
     deprecated: Mapping[str, str] | None = None,
+    stated: Mapping[str, str] | None = None,
 ) -> Condensed:
     """A problem of the norm as a tool error: type, kind, explanation, what is still admissible."""
     w = Writer(language)
-    w.deprecated = deprecated or {}
+    w.deprecated, w.stated = deprecated or {}, stated or {}
     status = int(problem.get("status", 0))
     w.data.update({"operation": operation, "insurer": insurer, "status": status})
     w.line(f"{insurer} · {operation} · refused ({kind})")

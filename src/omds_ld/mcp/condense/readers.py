@@ -275,7 +275,11 @@ def _offer(w: Writer, answer: Mapping[str, Any]) -> set[str]:
     if answer.get("bc:expired"):
         w.line("Expired: the offer binds the insurer no longer; calculate again (next steps)")
     elif digest:
-        w.line(f"Offer digest (the customer's consent names it): {digest}")
+        # the consent is the person's to state when they confirm the application: the digest
+        # is what binds it to this offer, not something a model fills in
+        w.line(
+            f"Offer digest: {digest} (the person confirming an application states the consent to it)"
+        )
     w.data["offer"] = {
         "iri": answer.get("@id"),
         "offerId": answer.get("bc:offerId"),
@@ -339,6 +343,7 @@ def _application(w: Writer, answer: Mapping[str, Any]) -> set[str]:
             "method": payment.get("bc:paymentMethod"),
             **({"iban": f"…{iban[-4:]}"} if iban else {}),
         }
+    _recorded_consent(w, answer.get("bc:consent"), data)
     documents = [d for d in many(answer.get("bc:document")) if isinstance(d, Mapping)]
     for document in documents:
         w.line(
@@ -352,6 +357,34 @@ def _application(w: Writer, answer: Mapping[str, Any]) -> set[str]:
     w.data["application"] = data
     write_premium(w, answer.get("bc:premium"))
     return set()
+
+
+def _recorded_consent(w: Writer, consent: Any, data: dict[str, Any]) -> None:
+    """The consent as the insurer recorded it, and whose yes confirmed it: what the broker
+    reports (not what the call sent)."""
+    if not isinstance(consent, Mapping) or not consent:
+        return
+    said = ", ".join(
+        str(consent[k])
+        for k in ("bc:consentedBy", "bc:consentMethod", "bc:consentedAt")
+        if consent.get(k)
+    )
+    confirmation = consent.get("bc:confirmation") or {}
+    who = confirmation.get("bc:confirmedByName") or confirmation.get("bc:confirmedBy")
+    confirmed = (
+        f"; confirmed by {who} ({confirmation.get('bc:confirmedVia')}) at "
+        f"{confirmation.get('bc:confirmedAt')}"
+        if who
+        else ""
+    )
+    w.line(f"Consent as the insurer recorded it: {said}{confirmed}")
+    data["consent"] = {
+        "consentedBy": consent.get("bc:consentedBy"),
+        "method": consent.get("bc:consentMethod"),
+        "consentedAt": consent.get("bc:consentedAt"),
+        **({"confirmedBy": who, "confirmedVia": confirmation.get("bc:confirmedVia"),
+            "confirmedAt": confirmation.get("bc:confirmedAt")} if who else {}),
+    }  # fmt: skip
 
 
 def _application_list(w: Writer, answer: Mapping[str, Any]) -> set[str]:

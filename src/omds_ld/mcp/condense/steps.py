@@ -85,7 +85,14 @@ def _step_text(
     if not named:
         text += f" · {w.iri(step['bc:target'])}"
     if expects and not body:  # a ready body fills the shapes it is sent against
-        text += " · " + ", ".join(shapes.get(e, local(e)) for e in expects)
+        stated = w.stated.get(str(step["bc:operation"]))
+        text += " · " + ", ".join(
+            f"{shapes.get(e, local(e))} (the person confirming states it; send only what you "
+            "were told of it)"
+            if e == stated
+            else shapes.get(e, local(e))
+            for e in expects
+        )
     if own:
         text += " · " + " ".join(f"{k}={v}" for k, v in own.items())
     if body:
@@ -101,6 +108,9 @@ def _step_entry(w: Writer, step: Mapping[str, Any], arguments: Mapping[str, Any]
     expects = list(many(step.get("bc:expects")))
     if expects:
         entry["expects"] = expects
+        stated = w.stated.get(str(step["bc:operation"]))
+        if stated in expects:
+            entry["statedByPerson"] = stated
     if step.get("bc:body"):
         entry["body"] = dict(step["bc:body"])
     if step.get("rdfs:label"):

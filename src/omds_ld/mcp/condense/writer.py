@@ -90,6 +90,9 @@ class Writer:
         self.insurer = ""
         # the norm's deprecated operations, each with the one to use instead ("" if none)
         self.deprecated: Mapping[str, str] = {}
+        # the shape of each operation's body part that the person using the client states
+        # (the model sends only what it was told of it)
+        self.stated: Mapping[str, str] = {}
 
     def abbreviate_below(self, base: str) -> None:
         """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""

@@ -128,6 +128,9 @@ def _german(amount: Decimal) -> str:
     return f"{amount:,.2f}".replace(",", "X").replace(".", ",").replace("X", ".")
 
 
+CONSENT_TOLD = (("by", "consentedBy"), ("method", "consentMethod"), ("at", "consentedAt"))
+
+
 class ReferenceAgent:
     """Follows next steps; knows no process, product or vocabulary beyond the scenario's facts."""
 
@@ -300,8 +303,9 @@ class ReferenceAgent:
         return said
 
     async def _apply(self, server: str, made: Any, scenario: Scenario, session: RunSession) -> str:
-        """The application the task asks for, with the customer's consent to this offer's
-        digest; a call the person must confirm first is made again once (they answered)."""
+        """The application the task asks for, with what the task told of the customer's consent
+        (the person states it); a call the person must confirm first is made again once (they
+        answered)."""
         step = _step(made, "createApplication")
         if step is None:
             raise AgentGaveUp(f"{server}: no step applies for the offer")
@@ -312,13 +316,12 @@ class ReferenceAgent:
             "bc:policyholder": dict(facts["policyholder"]),
             "bc:payment": dict(facts["payment"]),
             "bc:startDate": dt.date.today().isoformat() if start == "today" else start,
-            "bc:consent": {
-                "bc:consentedBy": consent.get("by", ""),
-                "bc:consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                "bc:consentMethod": consent.get("method", "in-person"),
-                "bc:offerDigest": answer_of(made)["offer"].get("digest"),
-            },
         }
+        # the consent only as the task told it: the person confirming states it (never a time
+        # or a way nobody said)
+        told = {f"bc:{key}": str(consent[name]) for name, key in CONSENT_TOLD if consent.get(name)}
+        if told:
+            body["bc:consent"] = told
         arguments = {**self._arguments(step, body), "idempotencyKey": uuid.uuid4().hex}
         for _ in range(2):
             applied = await session.call(server, step["tool"], arguments)

@@ -375,6 +375,9 @@ def _scenario_grade(args: argparse.Namespace) -> int:
         except NotGradable as error:
             console.print(f"{name}: not graded: {error}")
             return 2
+        except ValueError as error:  # its scenario is not one: a field of the wrong type, named
+            console.print(f"{name}: not graded: its scenario cannot be read: {error}")
+            return 2
         graded.append((verdict, metrics(protocol)))
         console.print(f"{name}: {'pass' if verdict.passed else 'FAIL'}")
         for criterion in verdict.criteria:

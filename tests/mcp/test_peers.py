@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from omds_ld.contract.conformance import ERAS, not_run, required, results, run_suite
+from omds_ld.contract.conformance import (
+    ERAS,
+    baselined,
+    count,
+    not_run,
+    required,
+    results,
+    run_suite,
+)
 from omds_ld.mcp.condense import ANSWER_META, answer_of
 from tests.servers import ExampleServer
 
@@ -120,7 +129,17 @@ def test_conformance_suite_passes_what_each_revision_requires_but_its_baseline(
     url = server.mcp(endpoint) if endpoint != "insurers" else server.url + "/omds-ld/insurers/mcp"
     outcome = run_suite(url, era, ROOT / "tools" / "node")
     assert outcome.passed, outcome.detail
-    assert "tools-call-error, tools-call-simple-text not counted" in outcome.detail
+    # three figures, each named: what passed, what the baseline expects to fail, false passes
+    figures = re.search(
+        r"(\d+) of the (\d+) scenarios \S+ requires passed; (\d+) baselined .*; (\d+) false passes",
+        outcome.detail,
+    )
+    assert figures, outcome.detail
+    passed, required_, base, false = (int(x) for x in figures.groups())
+    assert passed + base + false == required_ and passed > 0
+    assert "tools-call-error" in outcome.detail and "tools-call-simple-text" in outcome.detail
+    if era == "2026-07-28":
+        assert "input-required-result-ignore-extra-params" in outcome.detail
 
 
 def test_a_required_scenario_that_did_not_run_fails_the_run(tmp_path: Path) -> None:
@@ -140,7 +159,35 @@ def test_a_required_scenario_that_did_not_run_fails_the_run(tmp_path: Path) -> N
         status = "SKIPPED" if scenario == "caching" else "SUCCESS"
         (folder / "checks.json").write_text(json.dumps([{"id": scenario, "status": status}]))
     (ran / "server-server-stateless-2026-12-06T20-05-52-576Z" / "checks.json").unlink()
-    assert not_run(scenarios, results(ran)) == ["server-stateless", "caching"]
+    # the generic check the suite adds to every scenario is no sign the scenario itself ran
+    generic = ran / "server-sep-2164-resource-not-found-2026-12-06T20-05-52-576Z" / "checks.json"
+    generic.write_text(json.dumps([{"id": "sep-2164-x", "status": "SKIPPED"},
+                                   {"id": "wire-schema-valid", "status": "SUCCESS"}]))  # fmt: skip
+    assert set(not_run(scenarios, results(ran))) == {
+        "server-stateless", "caching", "sep-2164-resource-not-found"
+    }  # fmt: skip
+
+
+def test_the_verdict_counts_what_passed_apart_from_the_baseline_and_false_passes() -> None:
+    """Each required scenario counts as one of three, named: passed (its checks ran, none
+    failed), baselined (its failure is expected, with a reason), a false pass (never counted)."""
+    era = "2026-07-28"
+    expected = baselined(era)
+    assert all(reasons and all(reasons) for reasons in expected.values())  # each with a reason
+    some_baselined = next(iter(expected))
+    ran = {
+        "caching": [{"id": "a", "status": "SUCCESS"}],
+        some_baselined: [{"id": "b", "status": "FAILURE"}],
+        "tools-call-error": [{"id": "c", "status": "SUCCESS"}],
+        "sep-2164-resource-not-found": [{"id": "d", "status": "FAILURE"}],  # no baseline names it
+    }
+    counted = count(era, list(ran), ran)
+    assert counted.passed == ("caching",)
+    assert counted.baselined == (some_baselined, "sep-2164-resource-not-found")
+    assert counted.false_passes == ("tools-call-error",)
+    line = counted.line(era)
+    assert line.startswith(f"1 of the 4 scenarios {era} requires passed; 2 baselined")
+    assert "1 false passes, never counted (tools-call-error)" in line
 
 
 @pytest.mark.parametrize("endpoint", ["pfefferminzia", "disrupto", "angloamerican", "insurers"])

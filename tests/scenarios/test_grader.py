@@ -589,3 +589,19 @@ def test_what_the_person_states_is_read_from_the_scenario_and_refused_when_misty
             assert field in str(refused), refused
         else:
             raise AssertionError(f"{person} was not refused")
+
+
+def test_a_wording_yaml_reads_as_a_number_is_refused_at_load_naming_it(tmp_path: Path) -> None:
+    """``says`` wordings written bare (``31.04``, YAML's number) are refused when the scenario
+    is loaded, naming the field, instead of failing later inside the grader."""
+    path = next(p for p in builtin_scenarios() if p.stem == "pfefferminzia-offer")
+    text = path.read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)
+    raw["expected"]["says"] = [{"name": "the date", "wordings": {"de": ["am 31.04"]}}]
+    bare = yaml.safe_dump(raw, allow_unicode=True).replace("- am 31.04", "- 31.04")
+    written = tmp_path / "bare.yaml"
+    written.write_text(bare, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"expected\.says\[0\]\.wordings\.de\[0\] is text"):
+        load_scenario(written)
+    raw["expected"]["says"] = [{"name": "the date", "wordings": {"de": ["31.04"]}}]
+    assert parse_scenario(raw).says[0].wordings["de"] == ("31.04",)  # quoted: text

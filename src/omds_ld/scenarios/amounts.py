@@ -17,7 +17,16 @@ CENT = Decimal("0.01")
 NOT_A_PREMIUM = re.compile(
     r"selbstbehalt|deductible|excess|versicherungssumme|sum insured|sums insured|"
     r"deckungssumme|deckung|coverage|limit|höchst|maximum|listenpreis|list price|neupreis|"
-    r"kaufpreis|fahrzeugwert|wert\b|value\b|haftung bis|up to|bis zu",
+    r"kaufpreis|fahrzeugwert|wert\b|value\b|haftung bis|up to|bis zu|"
+    r"möglich|possible|options?\b|alternativ|wählbar|available",
+    re.IGNORECASE,
+)
+# words that state an amount next to them as a price: a figure an answer showed in another role
+# (a deductible of 150 EUR) stated so ("monatlich 150 EUR") must follow from the prices given
+PRICE_WORDS = re.compile(
+    r"prämie|premium|kostet|kosten\b|costs?\b|monatlich|monthly|jährlich|yearly|annual|"
+    r"im jahr|pro jahr|per year|a year|im monat|pro monat|per month|a month|raten?\b|"
+    r"instal+ments?|gesamt|total|netto|net\b|brutto|gross|steuer|tax\b|zahlen|pay",
     re.IGNORECASE,
 )
 # what a broker divides a yearly amount by, or multiplies an instalment by
@@ -67,26 +76,52 @@ class Mention:
 
     amount: Decimal
     priced: bool
+    # a price word stands nearest to it: stated as a price in so many words
+    said_price: bool = False
+
+
+# a currency written right before or right after a number (a space between at most): "€ 1.684,88",
+# "EUR 2,396.65", "1684.88 EUR", "1.000 €"; "Kraftfahrt 2025): EUR 2,396.65" states one amount,
+# "654,12 €. 2) Antrag" one too
+_BEFORE = re.compile(r"(?:€|\bEUR|\bEuros?|\beuros?)[\u00a0\u202f ]?$")
+_AFTER = re.compile(r"^[\u00a0\u202f ]?(?:€|EUR\b|Euros?\b|euros?\b)")
 
 
 def mentions(text: str) -> list[Mention]:
     """The amounts of money a text states (a number with a currency right before or after it).
     A word such as "Selbstbehalt" or "sum insured" makes the amount nearest to it (within 40
-    characters) something other than a price: "mit 500 EUR Selbstbehalt kostet sie 730 EUR"
-    states a deductible and a price."""
+    characters, measured from the amount with its currency) something other than a price: "mit
+    500 EUR Selbstbehalt kostet sie 730 EUR" states a deductible and a price; "Third-party
+    liability (20,000,000 EUR limit): 324.38 EUR net" a limit and a price."""
     found = []
     for match in NUMBER.finditer(text):
-        around = text[max(0, match.start() - 6) : match.end() + 7]
         amount = number(match.group())
-        if amount is not None and CURRENCY.search(around):
-            found.append((match.start(), match.end(), amount))
-    priced = [True] * len(found)
-    for word in NOT_A_PREMIUM.finditer(text) if found else ():
-        distances = [max(0, start - word.end(), word.start() - end) for start, end, _ in found]
-        nearest = min(range(len(found)), key=distances.__getitem__)
+        before = _BEFORE.search(text, max(0, match.start() - 7), match.start())
+        after = _AFTER.search(text[match.end() : match.end() + 7])
+        if amount is None or not (before or after):
+            continue
+        start = before.start() if before else match.start()
+        end = match.end() + (after.end() if after else 0)
+        found.append((start, end, amount))
+    spans = [(start, end) for start, end, _ in found]
+    other = _nearest_to(NOT_A_PREMIUM, text, spans)
+    said = _nearest_to(PRICE_WORDS, text, spans)
+    return [
+        Mention(amount, i not in other, i in said and i not in other)
+        for i, (_, _, amount) in enumerate(found)
+    ]
+
+
+def _nearest_to(words: re.Pattern[str], text: str, spans: list[tuple[int, int]]) -> set[int]:
+    """The amounts (by index) that are the nearest, within 40 characters, to a word of
+    ``words``: each word speaks of one amount."""
+    marked: set[int] = set()
+    for word in words.finditer(text) if spans else ():
+        distances = [max(0, start - word.end(), word.start() - end) for start, end in spans]
+        nearest = min(range(len(spans)), key=distances.__getitem__)
         if distances[nearest] <= 40:
-            priced[nearest] = False
-    return [Mention(amount, flag) for (_, _, amount), flag in zip(found, priced, strict=True)]
+            marked.add(nearest)
+    return marked
 
 
 def money_in(text: str) -> list[Decimal]:
@@ -103,6 +138,9 @@ class Ledger:
         # the task's own figures, whatever they are (the customer's data, what they agreed to)
         self.task = amounts_in(task)
         self.money: dict[Decimal, str] = {}  # the amounts of money given, and where
+        # every figure an answer showed, in whatever role (a limit, a sum insured, one of a
+        # deductible's options): given as it is, never a part of a sum
+        self.shown: dict[Decimal, str] = {}
         self.add(money_in(task), "the task")
 
     def add(self, amounts: Iterable[Decimal], where: str) -> None:
@@ -117,16 +155,22 @@ class Ledger:
         where = f"line {line}"
         for text in texts:
             self.add(money_in(text), where)
+            for figure in amounts_in(text):
+                self.shown.setdefault(figure, where)
         for key, value in _numbers(result):
             if key in MONEY_KEYS:
                 self.add((Decimal(str(value)).quantize(CENT),), where)
 
-    def how(self, amount: Decimal) -> str | None:
-        """How ``amount`` follows from what was given (None: from nothing)."""
+    def how(self, amount: Decimal, said_price: bool = False) -> str | None:
+        """How ``amount`` follows from what was given (None: from nothing). A figure an answer
+        showed in whatever role is given as itself, unless it is ``said_price``: stated as a
+        price in so many words, it must be one."""
         if amount in self.money:
             return f"given ({self.money[amount]})"
         if amount in self.task:
             return "given (the task)"
+        if amount in self.shown and not said_price:
+            return f"shown ({self.shown[amount]}), as a figure of its own"
         derived = self._derived()
         if amount in derived:
             return derived[amount]
@@ -153,6 +197,8 @@ class Ledger:
             note(abs(a - b), f"{max(a, b)} − {min(a, b)}")
         for a, b, c in itertools.combinations(money[-25:], 3):
             note(a + b + c, f"{a} + {b} + {c}")
+            # a total less a part that is itself two amounts (net plus its tax)
+            note(c - a - b, f"{c} − ({a} + {b})")
         return derived
 
 

@@ -202,12 +202,23 @@ def is_edit(tool: str) -> bool:
 def was_offered(
     steps: Iterable[Mapping[str, Any]], tool: str, arguments: Mapping[str, Any]
 ) -> bool:
-    """Whether one of these next steps offered this tool with these arguments."""
+    """Whether one of these next steps offered this tool with these arguments: those that name
+    what is done (a case, a component, a value), not those that change nothing about it (how
+    the answer is shown, the retry key: ``NOT_WHAT_IS_DONE``)."""
     return any(
         step.get("tool") == tool
-        and all(arguments.get(k) == v for k, v in step.get("arguments", {}).items())
+        and all(
+            arguments.get(k) == v
+            for k, v in step.get("arguments", {}).items()
+            if k not in NOT_WHAT_IS_DONE
+        )
         for step in steps
     )
+
+
+# arguments a step may carry that change nothing about what a call does: what a client without
+# a session was shown (seen), the whole JSON-LD beside the answer (full), the retry key
+NOT_WHAT_IS_DONE = frozenset({"seen", "full", "idempotencyKey"})
 
 
 def inadmissible(
@@ -381,7 +392,7 @@ def no_invented_premium(protocol: Protocol, scenario: Scenario) -> Criterion:
     ledger = _ledger(protocol, scenario)
     read, invented = [], []
     for mention in mentions(text):
-        how = ledger.how(mention.amount)
+        how = ledger.how(mention.amount, mention.said_price)
         if how is None and mention.priced:
             invented.append(mention.amount)
         else:

@@ -128,14 +128,30 @@ def premium_key(server: str, risk_object: str = "") -> str:
     return f"{server}/{risk_object}" if risk_object else server
 
 
-def _named(raw: Any) -> tuple[Assumption, ...]:
-    return tuple(
-        Assumption(
-            name=a["name"],
-            wordings={lang: tuple(words) for lang, words in a.get("wordings", {}).items()},
+def _named(raw: Any, where: str) -> tuple[Assumption, ...]:
+    """Named wordings (assumptions, what a final answer says), each wording text: a wording YAML
+    reads as a number or a date (``31.04`` written bare) is refused here, naming it."""
+    if raw is not None and not isinstance(raw, list):
+        raise ValueError(f"{where} is a list of names with their wordings")
+    named = []
+    for i, item in enumerate(raw or ()):
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            raise ValueError(f"{where}[{i}] has a name (text) and its wordings")
+        wordings = item.get("wordings", {})
+        if not isinstance(wordings, Mapping):
+            raise ValueError(f"{where}[{i}].wordings is a language → wordings mapping")
+        for lang, words in wordings.items():
+            if not isinstance(words, list):
+                raise ValueError(f"{where}[{i}].wordings.{lang} is a list of wordings")
+            for j, word in enumerate(words):
+                if not isinstance(word, str):
+                    raise ValueError(
+                        f"{where}[{i}].wordings.{lang}[{j}] is text (quote it), not {word!r}"
+                    )
+        named.append(
+            Assumption(name=item["name"], wordings={k: tuple(v) for k, v in wordings.items()})
         )
-        for a in raw or ()
-    )
+    return tuple(named)
 
 
 def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario:
@@ -162,7 +178,9 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         premiums = {insurers[0]: Decimal(str(expected["premium"]))}
     else:
         raise ValueError(f"{raw.get('id')}: a premium at the broker endpoint names its insurer")
-    assumptions = _named(raw.get("assumptions"))
+    if not isinstance(raw.get("task"), str):
+        raise ValueError(f"{raw.get('id')}: task is text")
+    assumptions = _named(raw.get("assumptions"), f"{raw.get('id')}: assumptions")
     budget = Budget(**raw.get("budget", {}))
     return Scenario(
         id=raw["id"],
@@ -185,7 +203,7 @@ def parse_scenario(raw: Mapping[str, Any], path: Path | None = None) -> Scenario
         objects=tuple((str(o["name"]), dict(o["facts"])) for o in raw.get("objects", ())),
         offer=bool(expected.get("offer", False)),
         outcome=outcome,
-        says=_named(expected.get("says")),
+        says=_named(expected.get("says"), f"{raw.get('id')}: expected.says"),
         refused_field=expected.get("refused"),
         minimum_calls=raw.get("minimum_calls"),
         application=dict(raw.get("application") or {}),

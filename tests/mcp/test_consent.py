@@ -59,6 +59,7 @@ def _apply(
         if told is not None:
             made["bc:consent"] = told
         seen["offer"] = answer_of(offer)["offer"]
+        seen["offer_text"] = offer.content[0].text
         arguments = {**step(offer, "createApplication").get("arguments", {}), "body": made}
         arguments["idempotencyKey"] = f"k-{id(person)}"
         result = await client.call_tool("createApplication", arguments)
@@ -78,6 +79,10 @@ def test_without_a_consent_the_person_states_it_and_the_insurer_records_theirs(
     person = Asking(content=stated)
     seen = _apply(server, "2026-07-28", person, None)
     assert not seen["result"].is_error, seen["text"]
+    # the offer, as the model reads it, no longer asks it to write the consent
+    assert "consent names it" not in seen["offer_text"]
+    assert "the person confirming an application states the consent" in seen["offer_text"]
+    assert "ConsentShape (the person confirming states it" in seen["offer_text"]
     [form] = person.forms
     assert not any("default" in form[k] for k in FIELDS)  # nobody said: nothing filled in
     [shown] = person.shown
@@ -252,3 +257,30 @@ def test_the_page_states_the_consent_and_refuses_what_the_insurer_refuses(
         "Anna Berger", "phone", stated_at
     )  # fmt: skip
     assert made["consent"]["confirmedVia"] == "confirmation page"
+
+
+def test_every_endpoint_and_schema_variant_tells_the_model_the_person_states_it(
+    server: ExampleServer,
+) -> None:
+    """tools/list as a model reads it, at an insurer's server and the broker endpoint, in both
+    eras and in every schema variant: createApplication says the person states the consent and
+    the model sends only what it was told; the body's line says so too."""
+    endpoints = (server.mcp("pfefferminzia"), server.url + "/omds-ld/insurers/mcp")
+    seen: list[tuple[str, str]] = []
+
+    async def listed(url: str, mode: str) -> None:
+        async with Client(url, mode=mode) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            tool = tools["createApplication"]
+            body = tool.input_schema["properties"]["body"]
+            seen.append((url, mode))
+            assert "states who consented, how" in (tool.description or ""), url
+            assert "never a time you were not" in (tool.description or ""), url
+            assert "bc:consent only as you were told it" in body["description"], (url, body)
+            assert "naming the offer" not in body["description"]
+
+    for endpoint in endpoints:
+        for variant in ("", "?schemas=strict", "?schemas=gemini"):
+            for mode in ("legacy", "2026-07-28"):
+                asyncio.run(listed(endpoint + variant, mode))
+    assert len(seen) == 12

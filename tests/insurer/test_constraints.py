@@ -234,7 +234,7 @@ def test_a_constraint_added_to_a_shipped_shape_is_enforced_for_personal_data_too
 
     def errors(locality: str) -> list[tuple[str, str]]:
         sent = body | {"bc:policyholder": {**PERSON, "p:addressLocality": locality}}
-        checked = check.check(sent, now - dt.timedelta(days=1), now, "de")
+        checked = check.check(sent, now - dt.timedelta(days=1), now, "de", now.date())
         return [(e.pointer, e.detail) for e in checked.personal]
 
     assert errors("Wien") == []
@@ -243,5 +243,30 @@ def test_a_constraint_added_to_a_shipped_shape_is_enforced_for_personal_data_too
     ]
     assert ApplicationCheck(load_norm()).check(
         body | {"bc:policyholder": {**PERSON, "p:addressLocality": "wien"}},
-        now - dt.timedelta(days=1), now, "de",
+        now - dt.timedelta(days=1), now, "de", now.date(),
     ).personal == ()  # fmt: skip
+
+
+def test_of_age_on_the_18th_birthday_by_the_calendar() -> None:
+    """The norm's minimum age (18 for a policyholder) by the calendar: of age on the 18th
+    birthday, not the day before; born on the 29th, 30th or 31st of a month, not days early;
+    born on 29 February, on 28 February of a year without a 29th."""
+    check = ApplicationCheck(load_norm())
+    body = {key: dict(node) for key, (_, node) in PARTS.items()} | {"bc:startDate": "2030-12-31"}
+
+    def of_age(born: str, today: dt.date) -> bool:
+        now = dt.datetime.combine(today, dt.time(12), dt.UTC)
+        sent = body | {"bc:policyholder": {**PERSON, "p:birthDate": born}}
+        checked = check.check(sent, now - dt.timedelta(days=1), now, "en", today)
+        return not any(e.pointer.endswith("p:birthDate") for e in checked.personal)
+
+    for born, birthday, before in (
+        ("2008-12-07", dt.date(2026, 12, 7), dt.date(2026, 12, 6)),
+        ("2008-05-31", dt.date(2026, 5, 31), dt.date(2026, 5, 30)),
+        ("2008-03-30", dt.date(2026, 3, 30), dt.date(2026, 3, 28)),
+        ("2008-01-29", dt.date(2026, 1, 29), dt.date(2026, 1, 28)),
+        ("2008-02-29", dt.date(2026, 2, 28), dt.date(2026, 2, 27)),  # 2026 has no 29 February
+        ("2012-02-29", dt.date(2030, 2, 28), dt.date(2030, 2, 27)),
+    ):
+        assert of_age(born, birthday), (born, birthday)
+        assert not of_age(born, before), (born, before)

@@ -93,8 +93,9 @@ def with_receipt(
     confirmation = {"bc:confirmedBy": broker, "bc:confirmedAt": consent["bc:consentedAt"],
                     "bc:confirmedVia": "test", "bc:shownDigest": "sha256:" + "0" * 64}  # fmt: skip
     confirmation["bc:receipt"] = sign(
-        key, issuer="tests", broker=broker, confirmation=confirmation, consent=consent
-    )
+        key, issuer="tests", broker=broker, confirmation=confirmation, consent=consent,
+        application=body,
+    )  # fmt: skip
     return {**body, "bc:consent": {**consent, "bc:confirmation": confirmation}}
 
 

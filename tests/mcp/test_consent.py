@@ -87,6 +87,9 @@ def test_without_a_consent_the_person_states_it_and_the_insurer_records_theirs(
     assert not any("default" in form[k] for k in FIELDS)  # nobody said: nothing filled in
     [shown] = person.shown
     assert "the assistant was told nothing of it" in shown
+    # the offer was priced from its contract start; the application starts today: both shown
+    priced = seen["offer"]["contractStart"]
+    assert f"the premium was priced from {priced}: another start than the offer's" in shown
     application_ = seen["answer"]["application"]
     assert application_["state"] == "accepted"
     consent = stored(server, application_["applicationId"])["consent"]

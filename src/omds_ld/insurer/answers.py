@@ -450,6 +450,9 @@ class Answers:
             "bc:createdAt": offer.created,
             "bc:offerDigest": offer_digest(record, iri),
         }
+        start = self.priced_start(record)
+        if start:  # the start the premium was priced from: an application's may differ
+            body["bc:contractStart"] = start
         params = {"offerId": offer.offer_id}
         steps = []
         if applicable:
@@ -466,6 +469,20 @@ class Answers:
             )
         )
         return self.envelope("bc:Offer", self._dated(body), steps)
+
+    def priced_start(self, record: Mapping[str, Any]) -> str | None:
+        """The contract start (the attribute its shape marks bc:contractStart) an offer's premium
+        was priced from, where its product has one."""
+        product = self.insurer.product_by_iri(str(record.get("product", "")))
+        if product is None:
+            return None
+        draft = Draft.from_dict(record["draft"])
+        for node in product.nodes:
+            for attribute in node.attributes:
+                value = draft.attributes.get(node.id, {}).get(attribute.local_name)
+                if attribute.contract_start and isinstance(value, str):
+                    return value
+        return None
 
     def recalculate_steps(self, offer: Offer) -> list[dict[str, Any]]:
         """A new calculation from an offer's case data (after it expired or was repriced)."""

@@ -64,14 +64,21 @@ class ApplicationCheck:
         return {s.target_class: s for s in self.norm.shapes.values() if s.target_class}
 
     def check(
-        self, body: Mapping[str, Any], offered_at: dt.datetime, now: dt.datetime, language: str
+        self,
+        body: Mapping[str, Any],
+        offered_at: dt.datetime,
+        now: dt.datetime,
+        language: str,
+        today: dt.date,
     ) -> Checked:
-        """Every field of the body that is not admissible, in the body's order, one error each."""
+        """Every field of the body that is not admissible, in the body's order, one error each.
+        ``today`` is the insurer's (in its time zone): the start and the minimum age are
+        measured against it, never against the UTC date."""
         graph, pointers = self._graph(body)
-        report = self.validator.validate(graph, now.date())
+        report = self.validator.validate(graph, today)
         errors = _first_per_field(_errors(report, pointers, language))
         start = _date(body.get("bc:startDate"))
-        if start is not None and start < now.date():
+        if start is not None and start < today:
             errors.append(self._error(BC + "ApplicationRequest", "/bc:startDate", language))
         consent = body.get("bc:consent")
         if isinstance(consent, Mapping) and "bc:consentedAt" in consent:

@@ -409,10 +409,19 @@ def _minimum_age(years: int) -> Check:
             born = value.value if isinstance(value, Literal) else None
             if not isinstance(born, dt.date) or isinstance(born, dt.datetime):
                 continue
-            if dt.date(born.year + years, born.month, min(born.day, 28)) > today:
+            if birthday(born, born.year + years) > today:
                 yield NAMED_COMPONENTS[MINIMUM_AGE], value
 
     return check
+
+
+def birthday(born: dt.date, year: int) -> dt.date:
+    """The day in ``year`` someone born on ``born`` has their birthday: the same day of the
+    same month; born on 29 February, 28 February where the year has no 29th."""
+    try:
+        return born.replace(year=year)
+    except ValueError:  # 29 February in a year that has none
+        return dt.date(year, 2, 28)
 
 
 def _valid_iban(focus: Focus) -> Iterator[tuple[URIRef, Node | None]]:

@@ -4,7 +4,8 @@ createApplication checks, in this order, each refusing with its own problem type
 nothing: the offer is still valid (offer-expired); the body conforms to the norm's shapes (one
 pass, ``omds_ld.insurer.applications``): the personal data (personal-data-invalid), then the
 consent is there (consent-missing) and conforms (personal-data-invalid); the consent names this
-offer (consent-mismatch); the receipt of the person's yes (receipt-invalid); the tariff
+offer (consent-mismatch); the receipt of the person's yes to exactly this application, not used
+before (receipt-invalid); the tariff
 still prices the offer as offered (conditions-changed); the offer has no application yet
 (already-applied). Then the insurer decides by its rules (``omds_ld.insurer.rules``). A write is
 one transaction with its idempotency record (the interface wraps it in ``Store.unit``), so a
@@ -105,11 +106,12 @@ class ApplicationDesk:
         now = self.clock()
         self._check_valid(offer, now)
         self._check_body(offer, body, now)
-        self._check_receipt(broker, offer, body, now)
+        receipt = self._check_receipt(broker, offer, body, now)
         product = self._check_conditions(offer)
         self._check_not_applied(offer)
         rule = rules.decide(Draft.from_dict(offer.record["draft"]))
         application = self._decided(broker, offer, product, body, rule, now)
+        self._spend(receipt, application, offer)
         self.store.insert_application(application)
         location = self.answers.step(
             "readApplication", "", {"applicationId": application.application_id}
@@ -140,7 +142,9 @@ class ApplicationDesk:
         names this offer."""
         steps = self._offer_steps(offer)
         offered_at = dt.datetime.fromisoformat(offer.created)
-        checked = self.check.check(body, offered_at, now, self.insurer.language)
+        checked = self.check.check(
+            body, offered_at, now, self.insurer.language, self.answers.today()
+        )
         if checked.personal:
             raise Problem(
                 "personal-data-invalid",
@@ -181,25 +185,44 @@ class ApplicationDesk:
 
     def _check_receipt(
         self, broker: Broker, offer: Offer, body: Mapping[str, Any], now: dt.datetime
-    ) -> None:
+    ) -> str:
         """The person's yes, as a receipt signed by a key this insurer trusts, for exactly this
-        offer, broker, consent and confirmation: the MCP server's word is not taken."""
+        offer, broker, consent, confirmation and application data: the MCP server's word is not
+        taken. Its id, which the application spends."""
         consent = body.get("bc:consent") or {}
         receipt = (consent.get("bc:confirmation") or {}).get("bc:receipt")
         try:
-            verify(
+            claims = verify(
                 receipt, self.receipt_keys(), broker=broker.subject or "anonymous",
-                consent=consent, now=now.timestamp(),
+                consent=consent, application=body, now=now.timestamp(),
             )  # fmt: skip
         except ReceiptRefused as refused:
-            raise Problem(
-                "receipt-invalid",
-                f"{refused}: an application binds the customer only with the receipt of the "
-                "person's yes to exactly it. Apply through an MCP server whose receipts this "
-                "insurer trusts, after the person confirmed; nothing was applied for",
-                errors=[FieldError("/bc:consent/bc:confirmation/bc:receipt", str(refused))],
-                next_steps=self._offer_steps(offer),
-            ) from None
+            raise self._receipt_refused(offer, str(refused)) from None
+        return str(claims.get("jti") or "")
+
+    def _spend(self, receipt: str, application: Application, offer: Offer) -> None:
+        """One receipt, one application: a receipt used before (for an application since
+        withdrawn, say) binds nothing again. A retry with the same idempotency key never gets
+        here: the interface replays its first answer."""
+        spent = bool(receipt) and self.store.spend_receipt(
+            self.insurer.name, receipt, application.application_id, application.created
+        )
+        if not spent:
+            raise self._receipt_refused(
+                offer,
+                "the receipt was used for an application before (or names none): a person's "
+                "yes binds one application",
+            )
+
+    def _receipt_refused(self, offer: Offer, why: str) -> Problem:
+        return Problem(
+            "receipt-invalid",
+            f"{why}: an application binds the customer only with the receipt of the person's "
+            "yes to exactly it. Apply through an MCP server whose receipts this insurer trusts, "
+            "after the person confirmed; nothing was applied for",
+            errors=[FieldError("/bc:consent/bc:confirmation/bc:receipt", why)],
+            next_steps=self._offer_steps(offer),
+        )
 
     def _check_conditions(self, offer: Offer) -> Product:
         """The offer as the tariff would price it now: a different premium is a repricing."""

@@ -47,6 +47,11 @@ CREATE TABLE IF NOT EXISTS applications (
     PRIMARY KEY (insurer, application_id)
 );
 CREATE INDEX IF NOT EXISTS applications_of_offer ON applications (insurer, offer_id, broker);
+CREATE TABLE IF NOT EXISTS spent_receipts (
+    insurer TEXT NOT NULL, receipt_id TEXT NOT NULL, application_id TEXT NOT NULL,
+    spent TEXT NOT NULL,
+    PRIMARY KEY (insurer, receipt_id)
+);
 CREATE TABLE IF NOT EXISTS idempotency (
     insurer TEXT NOT NULL, broker TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
     state TEXT NOT NULL, status INTEGER, headers TEXT, body BLOB, created REAL NOT NULL,
@@ -336,6 +341,16 @@ class Store:
                     application.version,
                 ),
             )
+
+    def spend_receipt(self, insurer: str, receipt_id: str, application_id: str, at: str) -> bool:
+        """Spend a receipt of a person's yes on one application (in the unit that inserts it);
+        False where it was spent before: one receipt, one application."""
+        with self._transaction() as db:
+            spent = db.execute(
+                "INSERT OR IGNORE INTO spent_receipts VALUES (?,?,?,?)",
+                (insurer, receipt_id, application_id, at),
+            )
+            return spent.rowcount == 1
 
     def get_application(self, insurer: str, application_id: str, broker: str) -> Application | None:
         """The application if it exists and belongs to this broker (foreign = unknown)."""

@@ -109,7 +109,9 @@ class Gate:
                 consent = self._stated(said.content, question.consent)
                 confirmed = Confirmed.of(_subject(broker), person.via, question.shown, who, consent)
         if self.receipts is not None and confirmed.consent and not confirmed.receipt:
-            receipt = self.receipts(_subject(broker), confirmed.to_jsonld(), confirmed.consent)
+            receipt = self.receipts(
+                _subject(broker), confirmed.to_jsonld(), confirmed.consent, clean.get("body") or {}
+            )
             confirmed = replace(confirmed, receipt=receipt)
         if keyed:  # the retries of the key send the same consent and receipt
             await self.confirmations.give(digest, confirmed)
@@ -309,6 +311,13 @@ class Gate:
         account = _account(payment)
         de_consent, en_consent = _told(asked)
         start = body.get("bc:startDate", "")
+        priced = offer.get("bc:contractStart")
+        de_priced, en_priced = (
+            (f" (die Prämie wurde ab {priced} berechnet: ein anderer Beginn als im Angebot)",
+             f" (the premium was priced from {priced}: another start than the offer's)")
+            if priced and priced != start
+            else ("", "")
+        )  # fmt: skip
         email = holder.get("p:email", "")
         return [
             self._line(
@@ -329,7 +338,7 @@ class Gate:
                 f"Dokumente an: {email or 'keine E-Mail angegeben'}",
                 f"Documents to: {email or 'no e-mail given'}",
             ),
-            self._line(f"Versicherungsbeginn: {start}", f"Start: {start}"),
+            self._line(f"Versicherungsbeginn: {start}{de_priced}", f"Start: {start}{en_priced}"),
             self._line(
                 f"Angebot gültig bis {offer.get('bc:validUntil')}",
                 f"Offer valid until {offer.get('bc:validUntil')}",

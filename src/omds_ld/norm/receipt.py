@@ -6,11 +6,13 @@ key the insurer trusts, of exactly what was confirmed: a JWS (a JWT of type
 claims bind it to one offer's content (``offer_digest``: the offer's ``bc:offerDigest``), one
 broker (the subject the binding call was made for), the person who confirmed (``sub``), how they
 were asked (``channel``), what they were shown (``shown``: a digest) and the consent they stated
-(``consent``: a digest of who, how and when), and to a time (``iat``; valid a day).
+(``consent``: a digest of who, how and when), the application's data (``application``: a digest
+of the policyholder, the payment and the start, as the body carries them), a time (``iat``;
+valid a day) and an id of its own (``jti``).
 
 The insurer refuses a binding request whose receipt is missing, does not verify with a key it
-trusts, is older than a day, or names another offer, broker, consent or confirmation
-(``receipt-invalid``).
+trusts, is older than a day, names another offer, broker, consent, confirmation or application
+data, or was used for an application before (``receipt-invalid``): one receipt, one application.
 """
 
 from __future__ import annotations
@@ -44,6 +46,19 @@ def consent_digest(consent: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# what of an application's body binds the customer, beside the consent: the receipt names it
+APPLICATION_FIELDS = ("bc:policyholder", "bc:payment", "bc:startDate")
+
+
+def application_digest(body: Mapping[str, Any]) -> str:
+    """What the application binds the customer to, beside the consent (the policyholder with
+    the address the documents go to, the payment, the start), as one digest of their canonical
+    JSON: the data the person was shown, which the insurer recomputes from the body it gets."""
+    fields = {name: body.get(name) for name in APPLICATION_FIELDS}
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def sign(
     key: ECKey,
     *,
@@ -51,31 +66,42 @@ def sign(
     broker: str,
     confirmation: Mapping[str, Any],
     consent: Mapping[str, Any],
+    application: Mapping[str, Any],
     now: float | None = None,
 ) -> str:
-    """A receipt for a yes (the consent's ``bc:confirmation`` without its receipt)."""
+    """A receipt for a yes (the consent's ``bc:confirmation`` without its receipt) to the
+    application ``application`` (its body): unique (``jti``), the insurer spends it once."""
     issued = int(now if now is not None else time.time())
     claims = {
         "iss": issuer,
         "iat": issued,
         "exp": issued + VALID_SECONDS,
-        "jti": secrets.token_urlsafe(12),
+        "jti": secrets.token_urlsafe(16),
         "sub": str(confirmation.get("bc:confirmedBy", "")),
         "broker": broker,
         "channel": str(confirmation.get("bc:confirmedVia", "")),
         "shown": str(confirmation.get("bc:shownDigest", "")),
         "offer_digest": str(consent.get("bc:offerDigest", "")),
         "consent": consent_digest(consent),
+        "application": application_digest(application),
     }
     header = {"alg": ALGORITHM, "kid": key.kid, "typ": RECEIPT_TYPE}
     return jwt.encode(header, claims, key, algorithms=[ALGORITHM])
 
 
 def verify(
-    receipt: Any, keys: KeySet, *, broker: str, consent: Mapping[str, Any], now: float | None = None
+    receipt: Any,
+    keys: KeySet,
+    *,
+    broker: str,
+    consent: Mapping[str, Any],
+    application: Mapping[str, Any],
+    now: float | None = None,
 ) -> dict[str, Any]:
-    """The receipt's claims, if it shows the person's yes to exactly this consent (with its
-    ``bc:confirmation``) for this broker; else ReceiptRefused saying why."""
+    """The receipt's claims, if it shows the person's yes to exactly this application (its
+    body: the data that binds the customer, and the consent with its ``bc:confirmation``) for
+    this broker; else ReceiptRefused saying why. Whether it was used before is the insurer's
+    to know (its ``jti``)."""
     if not isinstance(receipt, str) or not receipt:
         raise ReceiptRefused("the consent's confirmation carries no receipt (bc:receipt)")
     try:
@@ -101,6 +127,7 @@ def verify(
         "sub": str(confirmation.get("bc:confirmedBy", "")),
         "channel": str(confirmation.get("bc:confirmedVia", "")),
         "shown": str(confirmation.get("bc:shownDigest", "")),
+        "application": application_digest(application),
     }
     wrong = [name for name, value in expected.items() if claims.get(name) != value]
     if wrong:
@@ -117,6 +144,7 @@ _WHAT = {
     "sub": "confirming person",
     "channel": "way of asking",
     "shown": "text shown",
+    "application": "application (its policyholder, payment or start)",
 }
 
 
@@ -128,11 +156,16 @@ class Signer:
         self.issuer = issuer
 
     def __call__(
-        self, broker: str, confirmation: Mapping[str, Any], consent: Mapping[str, Any]
+        self,
+        broker: str,
+        confirmation: Mapping[str, Any],
+        consent: Mapping[str, Any],
+        application: Mapping[str, Any],
     ) -> str:
         return sign(
-            self.key, issuer=self.issuer, broker=broker, confirmation=confirmation, consent=consent
-        )
+            self.key, issuer=self.issuer, broker=broker, confirmation=confirmation,
+            consent=consent, application=application,
+        )  # fmt: skip
 
     def public_jwks(self) -> dict[str, Any]:
         """The key set an insurer is given to trust these receipts."""

@@ -280,7 +280,11 @@ def _offer(w: Writer, answer: Mapping[str, Any]) -> set[str]:
         w.line(
             f"Offer digest: {digest} (the person confirming an application states the consent to it)"
         )
+    start = answer.get("bc:contractStart")
+    if start:
+        w.line(f"Priced from the contract start {start}")
     w.data["offer"] = {
+        **({"contractStart": start} if start else {}),
         "iri": answer.get("@id"),
         "offerId": answer.get("bc:offerId"),
         "case": answer.get("bc:offerFor"),

@@ -16,6 +16,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -277,6 +278,7 @@ def test_a_host_that_trickles_its_head_is_cut_at_the_deadline_and_holds_no_inter
     """One deadline for the whole fetch, on fetch slots of their own: six logins named by a
     document whose host never ends its head are each refused (too slowly, or too many at
     once), and the insurers' interfaces answer meanwhile."""
+    started = time.monotonic()
     with trickling_host(documents[1]) as port, ThreadPoolExecutor(6) as pool:
         pages = [
             pool.submit(authorize, server, f"https://127.0.0.1:{port}/client-{n}.json")
@@ -291,3 +293,6 @@ def test_a_host_that_trickles_its_head_is_cut_at_the_deadline_and_holds_no_inter
             answered = page.result(timeout=60)
             assert answered.status_code == 400, answered.text[-400:]
             assert "came too slowly" in answered.text or "at once" in answered.text
+    # cut at the fetch's deadline (3 s), not at some later read timeout: the whole round is
+    # over well before a deadline of 15 s would have let it
+    assert time.monotonic() - started < 12, f"{time.monotonic() - started:.1f} s"

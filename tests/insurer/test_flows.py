@@ -280,6 +280,14 @@ def test_the_insurers_today_in_answers_and_no_contract_that_starts_in_the_past(
         assert {s["bc:operation"] for s in problem["bc:nextStep"]} >= {"setAttributes"}
         unchanged = call(client, server, step(moved.json(), "readCalculation")).json()
         assert unchanged["bc:status"] == "draft" and "bc:premium" not in unchanged
+    # the day before the insurer's today is in the past too, by one day
+    yesterday = (vienna - dt.timedelta(days=1)).isoformat()
+    if yesterday >= "2026-01-01":
+        moved = call(client, server, step(case, "setAttributes"),
+                     {"bc:values": [{"bc:attribute": begin, "p:value": yesterday}]})  # fmt: skip
+        assert moved.status_code == 200, moved.text
+        refused = call(client, server, step(moved.json(), "calculatePremium"))
+        assert refused.status_code == 422 and yesterday in refused.json()["detail"], refused.text
     today = call(client, server, step(case, "setAttributes"),
                  {"bc:values": [{"bc:attribute": begin, "p:value": "today"}]})  # fmt: skip
     assert today.status_code == 200, today.text

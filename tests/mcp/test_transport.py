@@ -8,9 +8,12 @@ import contextlib
 import gzip
 import http.server
 import socket
+import struct
 import sys
 import threading
 import time
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,6 +74,22 @@ def test_in_process_answer_beyond_the_limit_is_refused() -> None:
         asyncio.run(AsgiTransport(flood, timeout=5).request("GET", URL, {}, None))
 
 
+def gigabyte_of_zeros_gzipped() -> bytes:
+    """A gzip answer of about a megabyte that unfolds into a gigabyte: one megabyte of zeros
+    deflated and fully flushed (so the block stands alone), the block 1024 times over."""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    megabyte = b"0" * (1 << 20)
+    block = deflate.compress(megabyte) + deflate.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(1024):
+        crc = zlib.crc32(megabyte, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    return header + block * 1024 + deflate.flush() + struct.pack("<II", crc, (1 << 30) % (1 << 32))
+
+
+GIGABYTE_BOMB = gigabyte_of_zeros_gzipped()
+
+
 class _Gzip(http.server.BaseHTTPRequestHandler):
     """Answers gzip-compressed when asked to: /small a short text, /bomb a small answer that
     unfolds beyond the limit, /broken bytes that are no gzip, /brotli an encoding not asked for."""
@@ -80,6 +99,7 @@ class _Gzip(http.server.BaseHTTPRequestHandler):
         payloads = {
             "/small": ("gzip", gzip.compress(b"a short answer, compressed")),
             "/bomb": ("gzip", gzip.compress(b"0" * (MAX_ANSWER_BYTES + 1))),
+            "/gigabyte": ("gzip", GIGABYTE_BOMB),
             "/broken": ("gzip", b"not gzip at all"),
             "/brotli": ("br", b"whatever"),
         }
@@ -153,6 +173,20 @@ def test_http_compressed_answer_that_unfolds_beyond_the_limit_is_refused(
 ) -> None:
     with pytest.raises(InsurerUnavailable, match="too large"):
         _get(f"{gzip_server}/bomb")
+
+
+def test_a_gzip_bomb_of_a_gigabyte_is_refused_without_unfolding_it(gzip_server: str) -> None:
+    """A megabyte on the wire that would unfold into a gigabyte: refused as too large, having
+    held no more than a few times the answer limit in memory (never the gigabyte)."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(InsurerUnavailable, match="too large"):
+            _get(f"{gzip_server}/gigabyte")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(GIGABYTE_BOMB) < 2 << 20
+    assert peak < 8 * MAX_ANSWER_BYTES + (16 << 20), f"{peak >> 20} MiB held"
 
 
 @pytest.mark.parametrize(

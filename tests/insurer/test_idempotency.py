@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import httpx
@@ -80,9 +81,21 @@ def test_create_without_key_acts_once_per_request(
     assert cases_count(server) == before + 3
 
 
-async def _burst(server: ExampleServer, key: str, size: int) -> list[httpx.Response]:
+async def _burst(
+    server: ExampleServer, key: str, size: int, sent: list[float], answered: list[float]
+) -> list[httpx.Response]:
+    """``size`` requests with one key at once; ``sent`` and ``answered`` get when each request
+    went out and when each answer came."""
     api = server.api("pfefferminzia")
-    async with httpx.AsyncClient(timeout=30) as http:
+
+    async def out(request: httpx.Request) -> None:
+        sent.append(time.monotonic())
+
+    async def back(response: httpx.Response) -> None:
+        answered.append(time.monotonic())
+
+    hooks = {"request": [out], "response": [back]}
+    async with httpx.AsyncClient(timeout=30, event_hooks=hooks) as http:
         return await asyncio.gather(
             *(
                 http.post(
@@ -104,7 +117,11 @@ def test_concurrent_duplicates_act_once_and_the_rest_are_replayed_or_get_409(
     and tests/test_crash.py leaves them to a lease)."""
     for _ in range(3):
         before = cases_count(server)
-        responses = asyncio.run(_burst(server, str(uuid.uuid4()), 16))
+        sent: list[float] = []
+        answered: list[float] = []
+        responses = asyncio.run(_burst(server, str(uuid.uuid4()), 16, sent, answered))
+        # they were at once: more than one request was out before the first answer came
+        assert sum(t < min(answered) for t in sent) > 1, "the requests did not overlap"
         created = [r for r in responses if r.status_code == 201]
         refused = [r for r in responses if r.status_code == 409]
         assert len(created) + len(refused) == len(responses)

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import socket
 import statistics
+import subprocess
 import threading
 import time
 import urllib.request
@@ -187,8 +188,12 @@ def test_a_hostile_insurer_does_not_stall_the_other_insurers_of_the_process(
         time.sleep(0.5)
         assert replica.process is not None
         replica.process.terminate()
-        stopped = replica.process.wait(timeout=10)
-    assert stopped is not None, "SIGTERM stops the process"
+        try:
+            stopped = replica.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("SIGTERM did not stop the process within 10 s, hostile answers in flight")
+    # ended by the signal, not killed: uvicorn re-raises the signal it stopped by
+    assert stopped in (0, -15), f"SIGTERM stops the process cleanly, not with {stopped}"
     for mode, (ratio, failures, answered) in seen.items():
         assert ratio < 4, f"{mode}: the right insurer's calls took {ratio:.1f} times as long"
         assert answered, f"{mode}: the next call on the pool was answered right"

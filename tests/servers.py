@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from omds_ld.scenarios.embedded import free_port, start_seconds, wait_until_healthy
+from omds_ld.scenarios.person import DEMO_PASSWORD
 
 # every process a test helper started, so that none outlives the test run whatever happened
 # (a start that failed, a test that never stopped its server): conftest ends them all
@@ -70,6 +71,8 @@ class ExampleServer:
     log: Path | None = None
     # how the interpreter runs the command line: the module, or a script that calls its main
     command: Sequence[str] = ("-m", "omds_ld.cli")
+    # the environment beside this process's (and the demo password the tests log in with)
+    environment: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -108,8 +111,13 @@ class ExampleServer:
             "--port", str(self.port), "--database", str(self.database),
             "--log-level", "warning", *self.extra_args,
         ]  # fmt: skip
+        # the demo brokers' password the tests log in with (serve makes one of its own, printed
+        # on its terminal, where none is given)
+        environment = {**os.environ, "OMDS_LD_DEMO_PASSWORD": DEMO_PASSWORD, **self.environment}
         with self.log.open("ab") as out:
-            self.process = started(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT))
+            self.process = started(
+                subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment)
+            )
         process, log = self.process, self.log
         _started_or_stopped(process, lambda: wait_until_healthy(process, self.url, log, "server"))
 

@@ -92,7 +92,7 @@ def _add_norm_flags(add: Callable[..., Any]) -> None:
 
 
 def _example_config(args: argparse.Namespace) -> Any:
-    from omds_ld.example_config import ExampleConfig
+    from omds_ld.example_config import DEMO_PASSWORD_ENV, ExampleConfig
 
     server = ServerConfig(
         database=Path(args.database) if args.database else default_database(),
@@ -116,9 +116,12 @@ def _example_config(args: argparse.Namespace) -> Any:
         chat_model=args.chat_model,
         chat_model_base_url=args.chat_model_base_url,
         environment=dict(os.environ),  # the one place a model's key is read: handed on
+        demo_password=os.environ.get(DEMO_PASSWORD_ENV, ""),
         **_given(args, access_token_seconds="access_token_seconds",
                  registrations_per_address="max_registrations_per_address",
-                 registrations="max_registrations", chat_keep_hours="chat_keep_hours"),
+                 registrations="max_registrations",
+                 registrations_per_source="max_registrations_per_source",
+                 chat_keep_hours="chat_keep_hours"),
     )  # fmt: skip
 
 
@@ -681,6 +684,13 @@ def _add_serve(commands: Commands) -> None:
         type=int,
         help="clients that may register themselves in all; one that never logs anybody in is "
         "forgotten after a day (default 5000)",
+    )
+    add(
+        "--max-registrations-per-source",
+        type=int,
+        help="clients that registered themselves and never logged anybody in that one address "
+        "may hold at once, whatever their names: a flood from one address leaves the rest of "
+        "--max-registrations to others (default 500)",
     )
     _add_chat_flags(add)
     _add_limit_flags(serve)

@@ -63,14 +63,14 @@ class Authorization:
     keys: LocalKeys
     check: TokenCheck
     mcp_auth: AuthConfig
+    settings: AuthSettings
 
     def chat_login(self, resources: tuple[str, ...]) -> LoginSettings:
-        """The chat page as a client of the authorization server (a new secret at every start)."""
-        secret = secrets.token_urlsafe(32)
+        """The chat page as a client of the authorization server (its secret kept in the store,
+        the same for every process on it)."""
         redirect = f"{self.base_url}/chat/callback"
-        self.store.add_client(
-            CHAT_CLIENT,
-            secret,
+        secret = own_client(
+            self.store, CHAT_CLIENT,
             {"client_name": "The example server's chat page", "redirect_uris": [redirect],
              "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
              "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES)},
@@ -112,16 +112,16 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
             access_token_seconds=config.access_token_seconds,
             registrations_per_address=config.registrations_per_address,
             registrations=config.registrations,
+            registrations_per_source=config.registrations_per_source,
+            password=config.demo_password or secrets.token_urlsafe(9),
             documents_on_loopback=config.server.host in LOOPBACK_NAMES,
             pinned_documents=pinned_documents(config.client_documents),
         ),
         store,
     )  # fmt: skip
-    # the MCP servers' own client: a new secret at every start, known only to this process
-    secret = secrets.token_urlsafe(32)
-    store.add_client(
-        MCP_CLIENT,
-        secret,
+    # the MCP servers' own client: its secret kept in the store, the same for every process on it
+    secret = own_client(
+        store, MCP_CLIENT,
         {"client_name": "The example server's MCP servers",
          "grant_types": [TOKEN_EXCHANGE, "client_credentials"],
          "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES),
@@ -145,22 +145,42 @@ def authorization(config: ExampleConfig, insurers: Mapping[str, Insurer]) -> Aut
             page_client_id=PAGE_CLIENT, page_client_secret=page_secret,
             anonymous_subject="" if required else ANONYMOUS.id,
         ),
+        settings=server.settings,
     )  # fmt: skip
 
 
 def _page_client(store: AuthStore, base: str) -> str:
     """The confirmation page as a client of the authorization server (it logs the person in
-    before they may answer); its secret, new at every start."""
-    secret = secrets.token_urlsafe(32)
-    store.add_client(
-        PAGE_CLIENT,
-        secret,
+    before they may answer); its secret."""
+    return own_client(
+        store, PAGE_CLIENT,
         {"client_name": "The confirmation page of the example server's MCP servers",
          "redirect_uris": [f"{base}{CONFIRMATION_PATH}/{CALLBACK}"],
          "grant_types": ["authorization_code"], "response_types": ["code"],
          "token_endpoint_auth_method": "client_secret_basic", "scope": " ".join(SCOPES)},
     )  # fmt: skip
+
+
+def own_client(store: AuthStore, client_id: str, metadata: Mapping[str, Any]) -> str:
+    """One of the example server's own clients (its MCP servers, its pages) registered with the
+    secret the store keeps for it: every process on one store (replicas, a second serve) has
+    the same secret, and each adds its own redirect URI to the others', so none locks another's
+    logins out. Its secret."""
+    secret = store.own_client_secret(client_id)
+    known = store.client(client_id)
+    merged = dict(metadata)
+    for key in MERGED:  # each process's own addresses first, then the others' (the newest)
+        mine = list(metadata.get(key, []))
+        before = known[1].get(key, []) if known else []
+        if mine:
+            merged[key] = [*mine, *(u for u in before if u not in mine)][:MAX_MERGED]
+    store.add_client(client_id, secret, merged)
     return secret
+
+
+# the metadata of an own client that lists addresses of the process registering it
+MERGED = ("redirect_uris", "omds_ld_exchanges_for")
+MAX_MERGED = 60  # processes on one store at other addresses: the newest ones'
 
 
 def pinned_documents(paths: Sequence[Path]) -> tuple[Mapping[str, Any], ...]:
@@ -322,6 +342,12 @@ class ExampleApp:
                 "Authorization: off, the embedded demo (a token sent is still checked); "
                 "--require-token turns it on"
             )
+        given = " (from OMDS_LD_DEMO_PASSWORD)" if self.config.demo_password else ""
+        brokers = ", ".join(sorted(self.authorization.settings.brokers))
+        lines.append(
+            f"Brokers' login ({brokers}): password {self.authorization.settings.password}{given}"
+            " — printed here only, never on a page"
+        )
         chatting = (
             f"with {self.agent.name}, or by hand"
             if self.agent

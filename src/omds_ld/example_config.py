@@ -11,6 +11,10 @@ from omds_ld.insurer.config import ServerConfig
 from omds_ld.mcp.config import HttpConfig
 from omds_ld.settings import ConfigError
 
+# the environment variable that sets the demo brokers' password (else serve makes one at start
+# and prints it on its terminal only: never on a page a model could fetch)
+DEMO_PASSWORD_ENV = "OMDS_LD_DEMO_PASSWORD"
+
 
 @dataclass(frozen=True)
 class ExampleConfig:
@@ -25,6 +29,12 @@ class ExampleConfig:
     access_token_seconds: int = 3600
     registrations_per_address: int = 50
     registrations: int = 5000
+    # unused self-registered clients one address may hold at once, whatever their names: a
+    # flood from one address never takes the capacity others register in
+    registrations_per_source: int = 500
+    # the demo brokers' password (OMDS_LD_DEMO_PASSWORD); "": one made at start, printed on the
+    # terminal only
+    demo_password: str = field(default="", repr=False)
     chat_model: str | None = None
     chat_model_base_url: str | None = None
     chat_keep_hours: float = 24.0  # a chat conversation, after its last event
@@ -36,7 +46,8 @@ class ExampleConfig:
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("access_token_seconds", "registrations_per_address", "registrations"):
+        for name in ("access_token_seconds", "registrations_per_address", "registrations",
+                     "registrations_per_source"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1")
         if (self.http.host, self.http.port) != (self.server.host, self.server.port):

@@ -207,6 +207,13 @@ def test_a_document_that_cannot_be_used_is_refused_with_why(
         ("https://10.1.2.3/client.json", "resolves to an address that is not public (10.1.2.3)"),
         ("https://169.254.169.254/latest/meta-data", "not public (169.254.169.254)"),
         ("https://100.64.1.2/client.json", "not public (100.64.1.2)"),  # shared address space
+        # IPv6 that reaches an IPv4 address (NAT64, 6to4, mapped) is judged by that address
+        ("https://[64:ff9b::a9fe:a9fe]/client.json", "not public (64:ff9b::a9fe:a9fe)"),
+        ("https://[64:ff9b::a00:1]/client.json", "not public (64:ff9b::a00:1)"),
+        ("https://[64:ff9b:1::7f00:1]/client.json", "not public (64:ff9b:1::7f00:1)"),
+        ("https://[2002:a00:1::1]/client.json", "not public (2002:a00:1::1)"),
+        ("https://[::ffff:10.1.2.3]/client.json", "not public"),
+        ("https://[::127.0.0.1]/client.json", "not public"),
         ("http://example.com/client.json", "a client_id URL is https"),
         ("https://user:pw@example.com/client.json", "carries no user or password"),
         ("https://example.com/", "names a document (a path), not a site"),
@@ -217,6 +224,20 @@ def test_no_document_is_fetched_from_where_it_must_not_be(
 ) -> None:
     page = authorize(server, client_id)
     assert page.status_code == 400 and why in page.text, page.text[-600:]
+
+
+def test_an_ipv6_address_that_reaches_loopback_is_loopback() -> None:
+    """Where documents on loopback are refused (a server in front of a network), an IPv6
+    address that reaches 127.0.0.1 (NAT64, 6to4, IPv4-mapped or -compatible) is refused as
+    loopback is; one that reaches a public IPv4 address is public."""
+    from omds_ld.auth.cimd import _public
+
+    for address in ("64:ff9b::7f00:1", "2002:7f00:1::1", "::ffff:127.0.0.1", "::127.0.0.1",
+                    "64:ff9b:1::808:808", "2001:0:4136:e378:8000:63bf:3fff:fdd2"):  # fmt: skip
+        assert not _public(address, loopback=False), address
+    assert _public("64:ff9b::7f00:1", loopback=True)  # the demo's own loopback, as 127.0.0.1
+    for address in ("64:ff9b::808:808", "2002:808:808::1", "2606:4700::1111", "8.8.8.8"):
+        assert _public(address, loopback=False), address
 
 
 def test_a_client_document_the_operator_gives_is_checked_at_start(tmp_path: Path) -> None:

@@ -341,6 +341,45 @@ def test_registrations_are_bounded_per_address_and_unused_ones_expire(
     assert left == 1
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleServer]:
+    folder = Path(tmp_path_factory.mktemp("shared"))
+    with running(ExampleServer(
+        folder / "s.sqlite3",
+        extra_args=["--require-token", "--max-registrations", "12",
+                    "--max-registrations-per-source", "4"],
+    )) as started:  # fmt: skip
+        yield started
+
+
+def test_a_registration_flood_from_one_address_leaves_others_able_to_register(
+    shared: ExampleServer,
+) -> None:
+    """One address varying the client name (each name within its own hourly bound) holds at
+    most its share of the capacity, then is refused; a client from another address (another
+    loopback address here) still registers."""
+
+    def register(name: str, source: str) -> httpx.Response:
+        transport = httpx.HTTPTransport(local_address=source)
+        with httpx.Client(transport=transport, timeout=30) as client:
+            return client.post(
+                f"{shared.url}/oauth/register",
+                json={"redirect_uris": [REDIRECT], "client_name": name},
+            )
+
+    flood = [register(f"Flood {n}", "127.0.0.1") for n in range(8)]
+    assert [r.status_code for r in flood] == [201] * 4 + [400] * 4, [r.text for r in flood]
+    assert "holds its share" in flood[-1].json()["error_description"]
+    other = register("Another vendor's client", "127.0.0.2")
+    assert other.status_code == 201, other.text
+    store = shared.database.with_name(shared.database.stem + "-auth.sqlite3")
+    with sqlite3.connect(store) as db:
+        (held,) = db.execute(
+            "SELECT COUNT(*) FROM auth_clients WHERE self_registered=1 AND address='127.0.0.1'"
+        ).fetchone()
+    assert held == 4
+
+
 def test_a_read_only_token_may_edit_nothing_through_the_mcp_endpoint(
     secured: ExampleServer,
 ) -> None:

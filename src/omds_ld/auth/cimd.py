@@ -53,13 +53,36 @@ def is_document_url(client_id: str) -> bool:
     return client_id.startswith(("https://", "http://"))
 
 
+# IPv6 ranges that carry an IPv4 address and reach it: the address inside decides (the
+# well-known NAT64 prefix, RFC 6052: 64:ff9b::7f00:1 is 127.0.0.1; 6to4 and IPv4-mapped are read
+# by the ipaddress module); those below are refused whole (local-use NAT64 of RFC 8215, the
+# deprecated IPv4-compatible and SIIT forms, Teredo)
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+NEVER = tuple(
+    ipaddress.ip_network(n) for n in ("64:ff9b:1::/48", "::/96", "::ffff:0:0:0/96", "2001::/32")
+)
+
+
 def _public(address: str, loopback: bool) -> bool:
     ip = ipaddress.ip_address(address)
     if ip.is_loopback:
         return loopback
+    if isinstance(ip, ipaddress.IPv6Address):
+        if any(ip in network for network in NEVER):
+            return False
+        inside = _translated(ip)
+        if inside is not None:
+            return _public(str(inside), loopback)
     # is_global, not "not is_private": shared address space (100.64.0.0/10, a carrier's NAT)
     # is neither private nor global, and no metadata is fetched from there either
     return ip.is_global and not ip.is_multicast
+
+
+def _translated(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address of a translation range reaches, if it is one."""
+    if ip in NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip.ipv4_mapped or ip.sixtofour
 
 
 Resolver = Callable[[str, int], list[str]]

@@ -18,7 +18,7 @@ import secrets
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -72,7 +72,6 @@ _covered: contextvars.ContextVar[str | None] = contextvars.ContextVar("covered",
 _family: contextvars.ContextVar[str] = contextvars.ContextVar("family", default="")
 
 SELF_REGISTERED = "omds_ld_self_registered"  # kept with a client that registered itself
-DEMO_PASSWORD = "demo"  # the example's brokers log in with it; a real deployment has its own IdP
 
 
 class InvalidTargetError(OAuth2Error):  # type: ignore[misc]
@@ -89,6 +88,9 @@ class AuthSettings:
     issuer: str
     resources: Mapping[str, str]
     brokers: Mapping[str, str]
+    # the demo brokers' password (a real deployment has its own identity provider): given, or
+    # made at start and printed on the terminal; never shown on a page
+    password: str = field(default_factory=lambda: secrets.token_urlsafe(9), repr=False)
     access_token_seconds: int = 3600
     refresh_token_seconds: int = 30 * 24 * 3600
     code_seconds: int = 300
@@ -99,6 +101,8 @@ class AuthSettings:
     registrations_per_address: int = 50
     registration_window_seconds: float = 3600.0
     registrations: int = 5000
+    # unused ones one address may hold, whatever their names: its share of ``registrations``
+    registrations_per_source: int = 500
     unused_registration_seconds: float = 24 * 3600.0
     # clients named by a metadata document (an https client_id) may live on loopback: only where
     # the authorization server itself runs there (the demo, tests), never in front of a network
@@ -573,11 +577,17 @@ class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
         store.forget_unused_clients(settings.unused_registration_seconds)
         name = str(metadata.get("client_name") or "")
         since = time.time() - settings.registration_window_seconds
-        mine, total = store.self_registered(address, name, since)
+        mine, held, total = store.self_registered(address, name, since)
         if mine >= settings.registrations_per_address:
             raise InvalidClientMetadataError(
                 "too many clients of this name registered themselves from this address in the "
                 f"last {settings.registration_window_seconds / 60:g} minutes; try again later"
+            )
+        if held >= settings.registrations_per_source:
+            raise InvalidClientMetadataError(
+                "this address holds its share of clients that registered themselves and never "
+                "logged anybody in, whatever their names; one that never does is forgotten "
+                f"after {settings.unused_registration_seconds / 3600:g} h"
             )
         if total >= settings.registrations:
             raise InvalidClientMetadataError(
@@ -854,7 +864,7 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         else:
             subject = read.form.get("broker", "")
             if subject not in self.settings.brokers or not secrets.compare_digest(
-                read.form.get("password", ""), DEMO_PASSWORD
+                read.form.get("password", ""), self.settings.password
             ):
                 return self._login_page(read, error="unknown broker or wrong password", status=401)
         response: Response = await anyio.to_thread.run_sync(
@@ -957,7 +967,8 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         return again + (
             f'<form method="post" action="{action}">{hidden}'
             f'<label for="broker">Broker</label><select id="broker" name="broker">{options}</select>'
-            '<label for="password">Password (demo: <code>demo</code>)</label>'
+            '<label for="password">Password (the demo\'s is printed on the terminal where '
+            "<code>omds-ld serve</code> runs)</label>"
             '<input id="password" name="password" type="password" autocomplete="current-password">'
             '<button type="submit">Log in and allow</button></form>'
         )

@@ -40,6 +40,9 @@ CREATE TABLE IF NOT EXISTS auth_refresh_tokens (
 CREATE TABLE IF NOT EXISTS auth_families (
     family TEXT PRIMARY KEY, revoked REAL NOT NULL, expires REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS auth_own_secrets (
+    client_id TEXT PRIMARY KEY, secret TEXT NOT NULL
+);
 """
 REVOKED_AT_LEAST = 24 * 3600.0  # a revoked grant is remembered: longer than an access token lives
 # columns added since the first stores were written: (table, column, declaration)
@@ -180,6 +183,20 @@ class AuthStore:
                  time.time(), address, int(self_registered)),
             )  # fmt: skip
 
+    def own_client_secret(self, client_id: str) -> str:
+        """The secret of one of the server's own clients (its MCP servers, its pages): made on
+        first use and kept beside the signing keys, so that every process on this store
+        presents the same one (a second process never locks the first one's logins out)."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO auth_own_secrets VALUES (?,?)",
+                (client_id, secrets.token_urlsafe(32)),
+            )
+            (secret,) = db.execute(
+                "SELECT secret FROM auth_own_secrets WHERE client_id=?", (client_id,)
+            ).fetchone()
+        return str(secret)
+
     def client(self, client_id: str) -> tuple[str | None, dict[str, Any]] | None:
         """A client's secret hash and metadata, or None."""
         with self._lock:
@@ -188,18 +205,20 @@ class AuthStore:
             ).fetchone()
         return None if row is None else (row[0], dict(json.loads(row[1])))
 
-    def self_registered(self, address: str, name: str, since: float) -> tuple[int, int]:
+    def self_registered(self, address: str, name: str, since: float) -> tuple[int, int, int]:
         """How many clients registered themselves: from this address under this client_name
         since ``since`` (a window: behind one proxy, another client software or an hour later is
-        not locked out), and in all."""
+        not locked out); from this address and never used, whatever their names (its share of
+        the whole); and in all."""
         with self._lock:
-            mine, total = self._db.execute(
+            mine, held, total = self._db.execute(
                 "SELECT COALESCE(SUM(address=? AND created>=? AND "
-                "COALESCE(json_extract(metadata, '$.client_name'), '')=?), 0), COUNT(*) "
+                "COALESCE(json_extract(metadata, '$.client_name'), '')=?), 0), "
+                "COALESCE(SUM(address=? AND last_used IS NULL), 0), COUNT(*) "
                 "FROM auth_clients WHERE self_registered=1",
-                (address, since, name),
+                (address, since, name, address),
             ).fetchone()
-        return int(mine), int(total)
+        return int(mine), int(held), int(total)
 
     def forget_unused_clients(self, older_than: float) -> int:
         """Clients that registered themselves more than ``older_than`` seconds ago and never

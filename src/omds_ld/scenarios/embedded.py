@@ -14,6 +14,9 @@ from pathlib import Path
 
 import httpx
 
+from omds_ld.example_config import DEMO_PASSWORD_ENV
+from omds_ld.scenarios.person import DEMO_PASSWORD
+
 
 def free_port() -> int:
     """A loopback port that nothing listens on now."""
@@ -67,8 +70,13 @@ def example_server(timeout: float | None = None, extra_args: Sequence[str] = ())
             "--database", str(Path(folder) / "store.sqlite3"), "--log-level", "warning",
             "--request-log", str(Path(folder) / "mcp-requests.jsonl"), *extra_args,
         ]  # fmt: skip
+        # a run's own server: its scripted person (omds_ld.scenarios.person) logs in with the
+        # password it is started with; nothing else reaches it (a free loopback port, a fresh store)
+        environment = {**os.environ, DEMO_PASSWORD_ENV: DEMO_PASSWORD}
         with log.open("wb") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, env=environment
+            )
         url = f"http://127.0.0.1:{port}"
         try:
             wait_until_healthy(process, url, log, "the example server", timeout)

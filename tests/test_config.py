@@ -320,3 +320,22 @@ def test_a_version_or_a_configuration_error_is_answered_without_loading_the_serv
     )
     assert done.returncode == (0 if argv == ["--version"] else 2), done.stderr
     assert done.stdout.splitlines()[-1] == "[]", done.stdout
+
+
+def test_a_redis_nobody_listens_at_is_one_line_naming_it_and_the_fix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """omds-ld mcp with --redis at an address where nothing listens: refused before the server
+    starts, in one line naming the address and what to do; no traceback."""
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"redis://127.0.0.1:{port}/0"
+    said = _refused(
+        ["mcp", "--http", "--no-auth", "--port", "0", "--redis", url,
+         "--api", "http://127.0.0.1:9/omds-ld/insurers/x/api", "--name", "x"],
+        capsys,
+    )  # fmt: skip
+    assert said.startswith(f"omds-ld: Redis for shared state is not reachable at {url} (")
+    assert "leave --redis out for state in memory" in said
+    assert "Traceback" not in capsys.readouterr().err

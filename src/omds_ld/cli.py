@@ -221,6 +221,12 @@ def _mcp_auth(args: argparse.Namespace, auth: AuthConfig) -> AuthConfig:
 def _mcp(args: argparse.Namespace) -> int:
     # a configuration that cannot run is answered before the server is loaded
     config, limits = _mcp_config(args), _limits(args)
+    if config.redis_url:
+        from omds_ld.mcp.state import unreachable
+
+        problem = unreachable(config.redis_url)
+        if problem:
+            raise ConfigError(problem)
 
     from omds_ld.norm import load_norm
 

@@ -201,6 +201,25 @@ def make_state(redis_url: str | None) -> StateStore:
     return MemoryStateStore() if redis_url is None else RedisStateStore.from_url(redis_url)
 
 
+def unreachable(redis_url: str) -> str | None:
+    """Why the Redis at ``redis_url`` cannot be used, in a line naming it and what to do; None
+    where it answers. Asked before the server starts, so that a wrong address stops it with one
+    line, not a traceback of its start."""
+    from redis import Redis
+    from redis.exceptions import RedisError
+
+    try:
+        with Redis.from_url(redis_url, socket_connect_timeout=3, socket_timeout=3) as client:
+            client.ping()
+    except (RedisError, ValueError, OSError) as error:
+        return (
+            f"Redis for shared state is not reachable at {redis_url} ({error}): start it, give "
+            "--redis the address it listens on, or leave --redis out for state in memory (one "
+            "process)"
+        )
+    return None
+
+
 @contextlib.asynccontextmanager
 async def state_in_use(state: StateStore) -> AsyncIterator[None]:
     """While the server runs: a Redis store is reached at once (a wrong URL stops the start with

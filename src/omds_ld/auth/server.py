@@ -949,8 +949,10 @@ class ExampleAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             if k not in ("broker", "password")
             for v in values
         )
+        hint = read.payload.data.get("login_hint")  # the broker a page asks for, preselected
         options = "".join(
-            f'<option value="{html.escape(s)}">{html.escape(n)} ({html.escape(s)})</option>'
+            f'<option value="{html.escape(s)}"{" selected" if s == hint else ""}>'
+            f"{html.escape(n)} ({html.escape(s)})</option>"
             for s, n in sorted(self.settings.brokers.items())
         )
         action = html.escape(urlsplit(str(read.uri)).path)

@@ -401,13 +401,15 @@ class Confirmations:
         broker: str,
         shown: str,
         consent: Mapping[str, Any] | None = None,
+        display_name: str = "",
     ) -> str:
         """A new question (its id: unguessable, the page's address); ``consent``: what the
         consent the person states is asked with (``Question.consent``; None: the call needs
-        none)."""
+        none); ``display_name``: the insurer as the person knows it."""
         pending = secrets.token_urlsafe(24)
         record = {
             "digest": digest, "insurer": insurer, "broker": broker, "shown": shown,
+            "insurer_name": display_name or insurer,
             "consent": dict(consent) if consent is not None else None,
             "state": "pending", "asked": time.time(),
         }  # fmt: skip

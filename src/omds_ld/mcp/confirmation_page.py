@@ -129,7 +129,7 @@ class ConfirmationPage:
         broker = str(question.get("broker", "-"))
         return self.login.anonymous_subject if broker == "-" else broker
 
-    async def _start_login(self, pending: str, insurer: str) -> Response:
+    async def _start_login(self, pending: str, insurer: str, broker: str) -> Response:
         guard = self.guards.get(insurer)
         if guard is None:  # no endpoint of this hosting asked it
             return _page("Not found", "<p>This confirmation is not answered here.</p>", 404)
@@ -147,6 +147,8 @@ class ConfirmationPage:
                 ("code_challenge", challenge.rstrip(b"=").decode()),
                 ("code_challenge_method", "S256"),
                 ("resource", guard.resource),
+                # the broker the call was made for, preselected at the login (OIDC's hint)
+                ("login_hint", broker),
             ]
         )
         return RedirectResponse(f"{self.login.authorize_url}?{query}", 303, headers=HEADERS)
@@ -234,14 +236,17 @@ class ConfirmationPage:
                     "was done.</p>",
                     401,
                 )
-            return await self._start_login(pending, str(question.get("insurer", "")))
+            return await self._start_login(
+                pending, str(question.get("insurer", "")), self._expected(question)
+            )
         expected = self._expected(question)
         if not expected or not hmac.compare_digest(person.subject, expected):
             return _page(
                 "Not for you",
                 f"<p>You are logged in as <b>{escape(person.subject)}</b>. This confirmation "
-                "was asked for another broker and only they can see or answer it; nothing was "
-                f'done.</p><p><a href="?login=again">Log in as another broker</a></p>',
+                f"was asked for the broker <b>{escape(expected)}</b>, and only they can see or "
+                "answer it; nothing was done.</p>"
+                f'<p><a href="?login=again">Log in as {escape(expected)}</a></p>',
                 403,
             )
         if request.method == "POST":
@@ -258,10 +263,11 @@ class ConfirmationPage:
         filled: Mapping[str, str] | None = None,
     ) -> str:
         who = escape(person.name or person.subject)
+        insurer = escape(str(question.get("insurer_name") or question["insurer"]))
         return (
-            f"<p>You are logged in as <b>{who}</b> ({escape(person.subject)}). An agent asks to "
-            f"act for you at <b>{escape(str(question['insurer']))}</b>. Review what it would "
-            f"bind the customer to:</p><pre>{escape(str(question['shown']))}</pre>"
+            f"<p>You are logged in as <b>{who}</b> ({escape(person.subject)}). The assistant "
+            f"asks to apply at <b>{insurer}</b> for you. Review what it would bind the customer "
+            f"to:</p><pre>{escape(str(question['shown']))}</pre>"
             '<form method="post">'
             f'<input type="hidden" name="csrf" value="{_form_token(person.session, pending)}">'
             + _consent_fields(question.get("consent"), filled)
@@ -433,13 +439,17 @@ def _origin(url: str) -> str:
 
 
 def _answered(question: Mapping[str, Any]) -> str:
+    insurer = escape(str(question.get("insurer_name") or question.get("insurer", "")))
     if question["state"] == "confirmed":
         who = question.get("name") or question.get("who", "")
         return (
-            f"<p>Confirmed by {escape(str(who))}. The agent may now retry its call; it will be "
-            "sent to the insurer once.</p>"
+            f"<p>Confirmed by {escape(str(who))}. Go back to the chat or the assistant you were "
+            f"working with and go on there: the application is sent to {insurer} once.</p>"
         )
-    return "<p>Declined. Nothing was done; the agent is told so when it retries.</p>"
+    return (
+        "<p>Declined. Nothing was sent to the insurer. Go back to the chat or the assistant you "
+        "were working with: it is told that you declined.</p>"
+    )
 
 
 def _page(title: str, body: str, status: int = 200) -> HTMLResponse:

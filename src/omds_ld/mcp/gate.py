@@ -97,7 +97,7 @@ class Gate:
         if confirmed is None:
             question = await self.question(spec, clean)
             pending = await self.confirmations.ask(
-                digest, self.insurer, broker, question.shown, question.consent
+                digest, self.insurer, broker, question.shown, question.consent, self.display_name
             )
             if person is None:
                 raise self._required(pending)
@@ -440,8 +440,11 @@ def _identity(holder: Mapping[str, Any], language: str) -> str:
     """The policyholder as they are identified: a person's name and birth date, a company's
     name and register number."""
     if holder.get("@type") == "p:Organization":
-        number = holder.get("p:registrationNumber")
-        register = ("FN" if language == "de" else "register no.") + f" {number}" if number else ""
+        number = str(holder.get("p:registrationNumber") or "")
+        # an Austrian number is written with its register ("FN 123456a"): said once
+        named = number.upper().startswith("FN")
+        prefix = "" if named else ("FN " if language == "de" else "register no. ")
+        register = f"{prefix}{number}" if number else ""
         return ", ".join(p for p in (str(holder.get("p:legalName", "")), register) if p)
     name = f"{holder.get('p:givenName', '')} {holder.get('p:familyName', '')}".strip()
     born = holder.get("p:birthDate")

@@ -10,6 +10,7 @@ const TEXT = german
       noModel: "Kein Modell eingerichtet (omds-ld serve --chat-model …): die Folgeschritte von Hand gehen.",
       premium: "Prämie", error: "Fehler", body: "Anfragekörper (JSON)",
       orJson: "oder der ganze Anfragekörper als JSON (geht den Feldern vor)",
+      advanced: "Erweitert (technische Felder)",
       oneOf: "eine der Formen",
       assumed: "Noch auf dem Standard des Versicherers", keep: "Dieses Gespräch behalten",
       download: "Herunterladen (JSONL-Protokoll)", task: "Die Aufgabe, in Worten",
@@ -37,6 +38,7 @@ const TEXT = german
       noModel: "No model configured (omds-ld serve --chat-model …): follow the next steps by hand.",
       premium: "Premium", error: "Error", body: "body (JSON)",
       orJson: "or the whole body as JSON (it goes before the fields)",
+      advanced: "Advanced (technical fields)",
       oneOf: "one of the shapes",
       assumed: "Still at the insurer's default", keep: "Keep this conversation",
       download: "Download it (JSONL protocol)", task: "The task, in words",
@@ -64,7 +66,10 @@ const per = (premium) => (premium.per ? premium.per[german ? "de" : "en"] : `(${
 for (const node of document.querySelectorAll("[data-text]")) node.textContent = TEXT[node.dataset.text];
 
 const state = { conversation: null, servers: {}, current: null, model: null, shown: new Set(),
-                usage: { calls: 0, input: 0, output: 0, cost: 0 }, turn: [] };
+                usage: { calls: 0, input: 0, output: 0, cost: 0 }, turn: [],
+                // every shape with its fields an answer of this conversation showed, by server
+                // and IRI: a session is shown a shape's fields once, the next case's forms too
+                shapes: {} };
 // the whole structured answer of a tool result (its _meta); structuredContent is its summary
 const answerOf = (result) =>
   ((result || {})._meta || {})["omds-ld/answer"] || (result || {}).structuredContent || {};
@@ -89,14 +94,17 @@ async function api(path, options = {}) {
 
 const localName = (iri) => iri.split(/[#/]/).pop();
 
-function shapeSet(shape, shapes, prefill, field = null, variant = null) {
+// a shape as a person calls it: "PersonShape" is a person's form
+const shapeWord = (iri) => localName(iri).replace(/Shape$/, "").replace(/([a-z])([A-Z])/g, "$1 $2");
+
+function shapeSet(shape, shapes, prefill, field = null, variant = null, title = null) {
   // the body a step expects, as a form of its shape's fields (the answer lists them); a field
   // whose value is a node of another shape the step expects (bc:shape) is a form of its own,
   // and where it may be a node of one of several (the policyholder: a person or a company), a
   // choice of them shows one form at a time, and only the one shown is sent
   const set = element("fieldset", { class: "shape", "data-class": shape.targetClass || "" });
   if (field) set.dataset.field = field;
-  set.append(element("legend", {}, `${localName(shape.iri)} (${shape.targetClass})`));
+  set.append(element("legend", {}, title || shapeWord(shape.iri)));
   for (const one of shape.fields) {
     const kinds = one.shapes || [];
     if (kinds.length > 1) {
@@ -110,14 +118,14 @@ function shapeSet(shape, shapes, prefill, field = null, variant = null) {
     }
     const nested = shapes.find((x) => x.iri === kinds[0]);
     if (nested) {
-      set.append(shapeSet(nested, shapes, prefill, one.name));
+      set.append(shapeSet(nested, shapes, prefill, one.name, null, one.label));
       continue;
     }
     const id = `shape-${field ? `${field}${variant ? `@${variant}` : ""}/` : ""}${one.name}`;
-    const range = [one.type, one.min !== undefined ? `${one.min}..${one.max}` : "",
-      one.pattern || ""].filter(Boolean).join(", ");
+    // the field in the person's words; its bounds as a hint, not as schema
+    const bounds = one.min !== undefined && one.max !== undefined ? `${one.min}–${one.max}` : "";
     set.append(element("label", { for: id }, `${one.label || one.name}${one.required ? " *" : ""}` +
-      (range ? ` (${range})` : "")));
+      (bounds ? ` (${bounds})` : "")));
     let input;
     if (Array.isArray(one.in)) {
       input = element("select", { id, "data-field": one.name });
@@ -149,7 +157,7 @@ function shapeChoice(field, named, shapes, prefill) {
   const kinds = [...named.filter(has), ...named.filter((iri) => !has(iri))];
   const select = element("select", { id });
   const forms = kinds.map((iri, i) => {
-    select.append(element("option", { value: String(i) }, localName(iri)));
+    select.append(element("option", { value: String(i) }, shapeWord(iri)));
     const shape = shapes.find((x) => x.iri === iri);
     const variant = i ? localName(iri) : null;
     const form = shape ? shapeSet(shape, shapes, prefill, field, variant)
@@ -191,6 +199,9 @@ function prefilled(structured, step) {
   return { "bc:startDate": today, "@stated": step.statedByPerson };
 }
 
+// arguments a person never needs to see: the retry key, the memory of a client without a session
+const TECHNICAL = new Set(["idempotencyKey", "seen"]);
+
 function openForm(server, tool, argumentsGiven = {}, body = undefined, shapes = [], prefill = {}) {
   const spec = state.servers[server].tools.find((t) => t.name === tool);
   if (!spec) return;
@@ -202,24 +213,31 @@ function openForm(server, tool, argumentsGiven = {}, body = undefined, shapes = 
   const fields = document.getElementById("fields");
   fields.replaceChildren();
   const properties = (spec.inputSchema && spec.inputSchema.properties) || {};
+  // what a person fills in first; the technical fields (the retry key, what a client without a
+  // session was shown, the body as JSON) folded away under "advanced"
+  const advanced = element("details", { class: "advanced" });
+  advanced.append(element("summary", {}, TEXT.advanced));
   for (const [name, schema] of Object.entries(properties)) {
     if (name === "full") continue;
     const id = `field-${name}`;
-    if (name !== "body") fields.append(element("label", { for: id }, name));
+    const technical = TECHNICAL.has(name) || (name === "body" && shapes.some((x) => x.fields && x.fields.length) && body === undefined);
+    const place = technical ? advanced : fields;
+    if (name !== "body") place.append(element("label", { for: id }, name));
     let input;
     if (name === "body") {
       // a body no step gives ready: the form of the shape it fills, JSON as the alternative
       const shape = body === undefined ? shapes.find((x) => x.fields && x.fields.length) : undefined;
       if (shape) fields.append(shapeSet(shape, shapes, prefill));
-      fields.append(element("label", { for: id }, shape ? TEXT.orJson : TEXT.body));
+      place.append(element("label", { for: id }, shape ? TEXT.orJson : TEXT.body));
       input = element("textarea", { id, name, spellcheck: "false" });
       input.value = body === undefined ? "" : JSON.stringify(body, null, 2);
     } else {
       input = element("input", { id, name, type: schema.type === "integer" ? "number" : "text" });
       if (argumentsGiven[name] !== undefined) input.value = argumentsGiven[name];
     }
-    fields.append(input);
+    place.append(input);
   }
+  if (advanced.children.length > 1) fields.append(advanced);
   const first = fields.querySelector("textarea, input");
   if (first) first.focus();
 }
@@ -254,7 +272,8 @@ function collect() {
     const [filled, given] = filledIn(shape);
     if (given) argumentsOut.body = { "@type": shape.dataset.class, ...filled };
   }
-  for (const input of document.querySelectorAll("#fields > input, #fields > textarea")) {
+  for (const input of document.querySelectorAll("#fields > input, #fields > textarea, " +
+                                                "#fields > details.advanced > :is(input, textarea)")) {
     if (input.value.trim() === "") continue;
     if (input.name === "body") argumentsOut.body = JSON.parse(input.value);
     else if (input.type === "number") argumentsOut[input.name] = Number(input.value);
@@ -357,15 +376,44 @@ function toolArticle(event) {
     for (const step of steps) {
       const label = `${step.tool} · ${step.label || step.target}`;
       const button = element("button", { type: "button", "data-tool": step.tool }, label);
-      const expected = (structured.shapes || []).filter((x) => (step.expects || []).includes(x.iri));
-      button.addEventListener("click", () => openForm(event["mcp.server"], step.tool,
-        step.arguments || {}, step.body, expected, prefilled(structured, step)));
+      const expected = expectedShapes(event["mcp.server"], structured, step);
+      button.addEventListener("click", () => {
+        const given = { ...(step.arguments || {}), ...(step.body ? { body: step.body } : {}) };
+        if (nothingToFill(event["mcp.server"], step, given)) {  // one click: the call itself
+          document.getElementById("call").hidden = true;  // no earlier form left to send again
+          callByHand(event["mcp.server"], step.tool, given);
+          return;
+        }
+        openForm(event["mcp.server"], step.tool, step.arguments || {}, step.body, expected,
+          prefilled(structured, step));
+      });
       nav.append(button);
     }
     // by hand the steps are the way on; after a model's call they are there to take over from it
     (event.by_hand || failed ? article : details).append(nav);
   }
   return article;
+}
+
+function nothingToFill(server, step, given) {
+  // a step that expects no shape and whose every required argument the step names: nothing
+  // for the person to fill in
+  const spec = (state.servers[server] || { tools: [] }).tools.find((t) => t.name === step.tool);
+  if (!spec || (step.expects || []).length) return false;
+  const required = (spec.inputSchema && spec.inputSchema.required) || [];
+  return required.every((name) => given[name] !== undefined);
+}
+
+function expectedShapes(server, structured, step) {
+  // the shapes a step expects, with their fields: from the answer that offered it, else from
+  // an earlier answer of the conversation at the same server (shown once per session)
+  const known = (state.shapes[server] = state.shapes[server] || {});
+  for (const shape of structured.shapes || []) if (shape.fields && shape.fields.length) known[shape.iri] = shape;
+  const expects = step.expects || [];
+  const given = expects.map((iri) => known[iri]).filter(Boolean);
+  // a nested part's shape (the policyholder's, the payment's) may be named only in the root's
+  const nested = Object.values(known).filter((x) => !expects.includes(x.iri));
+  return [...given, ...nested];
 }
 
 function streaming(piece) {

@@ -89,6 +89,7 @@ def test_by_hand_the_seeds_example_reaches_its_premium(server: ExampleServer, br
     assert page.inner_text("h1") == "Die MCP-Server der Versicherer"
     assert not page.is_visible("#chat"), "no model: no message box"
     _open_the_risk_object(page)
+    assert page.inner_text('label[for="shape-p:powerKw"]') == "Leistung (kW) * (1–600)"  # de-DE
     _json_body(page, SKODA)
     page.click("#call button[type=submit]")
     _follow(page, "calculatePremium")
@@ -111,6 +112,12 @@ def test_by_hand_the_risk_object_is_a_form_of_its_shapes_fields(
     # the form says what it is in words, not in schema terms; the JSON and the retry key are
     # there, folded away as advanced
     assert page.inner_text("#fields fieldset.shape legend") == "Vehicle"
+    # the fields in the browser's language (en-GB here; Pfefferminzia's own is German), with
+    # their bounds, not their datatype or pattern
+    assert page.inner_text('label[for="shape-p:powerKw"]') == "power (kW) * (1–600)"
+    assert page.inner_text('label[for="shape-p:yearOfConstruction"]').startswith(
+        "year of construction *"
+    )
     assert not page.is_visible("#field-body") and not page.is_visible("#field-idempotencyKey")
     page.click("#fields details.advanced summary")
     assert page.is_visible("#field-body"), "JSON is the alternative"
@@ -446,7 +453,13 @@ def _by_forms_to_an_application(page: Any, first: bool) -> None:
     _follow(page, "createCalculation")
     page.wait_for_selector("#log article .steps button[data-tool=createRiskObject]")
     page.click("#log article:last-of-type .steps button[data-tool=createRiskObject] >> nth=0")
-    assert page.inner_text("#fields fieldset.shape legend") == "Vehicle", "a form, not JSON"
+    assert page.inner_text("#fields fieldset.shape legend") == "Vehicle"
+    # the fields in the browser's language (en-GB here; Pfefferminzia's own is German), with
+    # their bounds, not their datatype or pattern
+    assert page.inner_text('label[for="shape-p:powerKw"]') == "power (kW) * (1–600)"
+    assert page.inner_text('label[for="shape-p:yearOfConstruction"]').startswith(
+        "year of construction *"
+    ), "a form, not JSON"
     for name, value in SKODA.items():
         if name != "@type":
             page.fill(f'[id="shape-{name}"]', str(value))

@@ -118,13 +118,15 @@ function shapeSet(shape, shapes, prefill, field = null, variant = null, title = 
     }
     const nested = shapes.find((x) => x.iri === kinds[0]);
     if (nested) {
-      set.append(shapeSet(nested, shapes, prefill, one.name, null, one.label));
+      const part = (one.names && one.names[german ? "de" : "en"]) || one.label;
+      set.append(shapeSet(nested, shapes, prefill, one.name, null, part));
       continue;
     }
     const id = `shape-${field ? `${field}${variant ? `@${variant}` : ""}/` : ""}${one.name}`;
     // the field in the person's words; its bounds as a hint, not as schema
     const bounds = one.min !== undefined && one.max !== undefined ? `${one.min}–${one.max}` : "";
-    set.append(element("label", { for: id }, `${one.label || one.name}${one.required ? " *" : ""}` +
+    const named = (one.names && one.names[german ? "de" : "en"]) || one.label || one.name;
+    set.append(element("label", { for: id }, `${named}${one.required ? " *" : ""}` +
       (bounds ? ` (${bounds})` : "")));
     let input;
     if (Array.isArray(one.in)) {

@@ -42,10 +42,13 @@ def write_shapes(
             field_label = label(field.get("sh:name"), w.language)
             description = label(field.get("sh:description"), w.language)
             explained = f"{field_label}: {description}" if description else field_label
+            names = field.get("sh:name")
             fields.append(
                 {
                     "name": field.get("sh:path"),
                     "label": field_label,
+                    # the label in every language the shape has it (a page in the person's)
+                    **({"names": dict(names)} if isinstance(names, Mapping) else {}),
                     "required": required,
                     **range_data(field, w.language),
                 }

@@ -507,3 +507,44 @@ def test_two_quotes_and_two_applications_in_one_conversation_each_through_forms(
     headlines = page.locator("#log article.tool .application").all_inner_texts()
     assert len(headlines) == 2 and all("accepted" in h for h in headlines), headlines
     page.close()
+
+
+@pytest.mark.parametrize(
+    ("locale", "words", "not_words"),
+    [
+        ("de-DE", ("Versicherungsnehmer:", "Bestätigen (bindet den Kunden)", "Zugestimmt hat"),
+         ("Policyholder:", "Confirm (binds the customer)")),
+        ("en-GB", ("Policyholder:", "Confirm (binds the customer)", "Who consented"),
+         ("Versicherungsnehmer:", "Bestätigen")),
+    ],
+)  # fmt: skip
+def test_the_confirmation_page_speaks_the_browsers_language_alone(
+    server: ExampleServer,
+    browser: Any,
+    locale: str,
+    words: tuple[str, ...],
+    not_words: tuple[str, ...],
+) -> None:
+    """One language per page, the browser's: the text to confirm and the page's own words; the
+    insurer's other language folded away (Pfefferminzia writes German and English)."""
+    from tests.mcp.applications import PERSON
+
+    page = browser.new_page(locale=locale)
+    _application_form(page, server)
+    for name, value in PERSON.items():
+        if name != "@type":
+            page.fill(f'[id="shape-bc:policyholder/{name}"]', value)
+    _payment(page)
+    page.click("#call button[type=submit]")
+    page.wait_for_selector("#log article.confirmation")
+    confirmation = _log_in_on_the_confirmation_page(page)
+    shown = confirmation.inner_text("pre")
+    body = confirmation.inner_text("body")
+    assert " / " not in shown, shown  # no line in two languages
+    for word in words:
+        assert word in shown or word in body, word
+    visible = confirmation.locator("pre").first.inner_text() + confirmation.inner_text("form")
+    for word in not_words:
+        assert word not in visible, word
+    confirmation.close()
+    page.close()

@@ -402,6 +402,7 @@ class Confirmations:
         shown: str,
         consent: Mapping[str, Any] | None = None,
         display_name: str = "",
+        shown_in: Mapping[str, str] | None = None,
     ) -> str:
         """A new question (its id: unguessable, the page's address); ``consent``: what the
         consent the person states is asked with (``Question.consent``; None: the call needs
@@ -410,6 +411,9 @@ class Confirmations:
         record = {
             "digest": digest, "insurer": insurer, "broker": broker, "shown": shown,
             "insurer_name": display_name or insurer,
+            # the text in each language alone (a page shows the person's): the yes is to the one
+            # shown
+            "shown_in": dict(shown_in or {}),
             "consent": dict(consent) if consent is not None else None,
             "state": "pending", "asked": time.time(),
         }  # fmt: skip
@@ -436,9 +440,11 @@ class Confirmations:
         subject: str,
         name: str = "",
         consent: Mapping[str, str] | None = None,
+        language: str = "",
     ) -> dict[str, Any] | None:
         """The logged-in person's answer on the confirmation page, once per question (of two
-        answers at once, the first counts): a yes is kept by the call's digest for the call."""
+        answers at once, the first counts): a yes is kept by the call's digest for the call,
+        bound to the text as the page showed it (``language``: the one it was shown in)."""
         question = await self.question(pending)
         if question is None or question["state"] != "pending":
             return question
@@ -446,14 +452,16 @@ class Confirmations:
             return await self.question(pending)
         if yes:
             consent = with_offer(consent, question.get("consent"))
-            confirmed = Confirmed.of(subject, "confirmation page", question["shown"], name, consent)
+            shown = shown_text(question, language)
+            confirmed = Confirmed.of(subject, "confirmation page", shown, name, consent)
             await self.give(question["digest"], confirmed)
         else:
             await self.state.set(f"confirm:declined:{question['digest']}", b"1", PENDING_TTL)
         # answered: the text that names the customer is kept no longer
         question.update(
-            state="confirmed" if yes else "declined", who=subject, name=name, shown="", consent=None
-        )
+            state="confirmed" if yes else "declined", who=subject, name=name, shown="",
+            shown_in={}, consent=None,
+        )  # fmt: skip
         await self.state.set(
             f"confirm:pending:{pending}", json.dumps(question).encode(), PENDING_TTL
         )
@@ -485,6 +493,13 @@ class Confirmations:
 
     def page(self, pending: str) -> str | None:
         return f"{self.page_base}/{pending}" if self.page_base else None
+
+
+def shown_text(question: Mapping[str, Any], language: str) -> str:
+    """The text of a question as a page shows it in ``language`` (the whole text, in every
+    language the insurer writes, where it has none alone in that one)."""
+    alone = (question.get("shown_in") or {}).get(language)
+    return str(alone) if alone else str(question.get("shown", ""))
 
 
 def now() -> str:

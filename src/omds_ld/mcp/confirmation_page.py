@@ -53,6 +53,7 @@ from omds_ld.mcp.confirm import (
     FORM_FIELDS,
     Confirmations,
     offered_at,
+    shown_text,
     stated_consent,
     told_consent,
 )
@@ -78,6 +79,66 @@ STYLE = (
     "pre{white-space:pre-wrap;background:#f5f5f5;padding:1em;border-radius:4px}"
     "button{font-size:1em;padding:.4em 1em;margin-right:1em}"
 )
+
+
+# the page's own words, in the person's language (the browser's: German or English)
+WORDS = {
+    "en": {
+        "title": "Confirm a binding request", "thanks": "Thank you",
+        "not_yet": "Not confirmed yet", "answered_before": "Already answered",
+        "intro": "You are logged in as <b>{who}</b> ({subject}). The assistant asks to apply at "
+                 "<b>{insurer}</b> for you. Review what it would bind the customer to:",
+        "other": "The same in {language}", "confirm": "Confirm (binds the customer)",
+        "decline": "Decline", "legend": "The customer's consent to this offer, as you state it",
+        "told": "As the assistant was told: {said}.",
+        "told_nothing": "The assistant was told nothing of the customer's consent.",
+        "flagged": "<b>That time is before this offer was made ({made}): the customer's consent "
+                   "must be to this offer.</b> Ask the customer, and state when they agreed to it.",
+        "who": "Who consented", "how": "How", "choose": "(choose)", "when": "When",
+        "zone": "{zone}, the insurer's time",
+        "does_not_hold": "The customer's consent does not hold; nothing was done:",
+        "confirmed": "Confirmed by {who}. Go back to the chat or the assistant you were working "
+                     "with and go on there: the application is sent to {insurer} once.",
+        "declined": "Declined. Nothing was sent to the insurer. Go back to the chat or the "
+                    "assistant you were working with: it is told that you declined.",
+    },
+    "de": {
+        "title": "Eine verbindliche Anfrage bestätigen", "thanks": "Danke",
+        "not_yet": "Noch nicht bestätigt", "answered_before": "Bereits beantwortet",
+        "intro": "Sie sind angemeldet als <b>{who}</b> ({subject}). Der Assistent möchte für Sie "
+                 "bei <b>{insurer}</b> beantragen. Prüfen Sie, was das den Kunden bindet:",
+        "other": "Dasselbe auf {language}", "confirm": "Bestätigen (bindet den Kunden)",
+        "decline": "Ablehnen", "legend": "Die Zustimmung des Kunden zu diesem Angebot, wie Sie sie angeben",
+        "told": "Wie dem Assistenten gesagt: {said}.",
+        "told_nothing": "Dem Assistenten wurde nichts über die Zustimmung des Kunden gesagt.",
+        "flagged": "<b>Dieser Zeitpunkt liegt vor der Erstellung dieses Angebots ({made}): die "
+                   "Zustimmung des Kunden muss diesem Angebot gelten.</b> Fragen Sie den Kunden "
+                   "und geben Sie an, wann er zugestimmt hat.",
+        "who": "Zugestimmt hat", "how": "Wie", "choose": "(wählen)", "when": "Wann",
+        "zone": "{zone}, die Zeit des Versicherers",
+        "does_not_hold": "Die Zustimmung des Kunden hält nicht; es wurde nichts getan:",
+        "confirmed": "Bestätigt von {who}. Gehen Sie zurück zum Chat oder zum Assistenten, mit dem "
+                     "Sie arbeiten, und machen Sie dort weiter: der Antrag geht einmal an {insurer}.",
+        "declined": "Abgelehnt. An den Versicherer wurde nichts gesendet. Gehen Sie zurück zum "
+                    "Chat oder zum Assistenten: er erfährt, dass Sie abgelehnt haben.",
+    },
+}  # fmt: skip
+LANGUAGE_NAMES = {
+    "de": {"de": "Deutsch", "en": "Englisch"},
+    "en": {"de": "German", "en": "English"},
+}
+
+
+def page_language(accept_language: str) -> str:
+    """The person's language for the page, from the browser's Accept-Language: German where it
+    comes first of German and English, else English."""
+    for part in accept_language.split(","):
+        tag = part.split(";", 1)[0].strip().lower()
+        if tag.startswith("de"):
+            return "de"
+        if tag.startswith("en"):
+            return "en"
+    return "en"
 
 
 @dataclass(frozen=True)
@@ -251,9 +312,11 @@ class ConfirmationPage:
             )
         if request.method == "POST":
             return await self._answer(request, pending, question, person)
+        lang = page_language(request.headers.get("accept-language", ""))
+        words = WORDS[lang]
         if question["state"] != "pending":
-            return _page("Already answered", _answered(question))
-        return _page("Confirm a binding request", self._form(pending, question, person))
+            return _page(words["answered_before"], _answered(question, lang), lang=lang)
+        return _page(words["title"], self._form(pending, question, person, None, lang), lang=lang)
 
     def _form(
         self,
@@ -261,18 +324,31 @@ class ConfirmationPage:
         question: Mapping[str, Any],
         person: _Person,
         filled: Mapping[str, str] | None = None,
+        lang: str = "en",
     ) -> str:
-        who = escape(person.name or person.subject)
-        insurer = escape(str(question.get("insurer_name") or question["insurer"]))
+        """The question in the person's language (the same text in the insurer's other
+        language folded away), and the form: the consent, confirm or decline."""
+        words = WORDS[lang]
+        insurer = str(question.get("insurer_name") or question["insurer"])
+        intro = words["intro"].format(
+            who=escape(person.name or person.subject), subject=escape(person.subject),
+            insurer=escape(insurer),
+        )  # fmt: skip
+        others = "".join(
+            f"<details><summary>{escape(words['other'].format(language=LANGUAGE_NAMES[lang][o]))}"
+            f'</summary><pre class="other">{escape(text)}</pre></details>'
+            for o, text in (question.get("shown_in") or {}).items()
+            if o != lang and o in LANGUAGE_NAMES[lang] and shown_text(question, lang) != text
+        )
         return (
-            f"<p>You are logged in as <b>{who}</b> ({escape(person.subject)}). The assistant "
-            f"asks to apply at <b>{insurer}</b> for you. Review what it would bind the customer "
-            f"to:</p><pre>{escape(str(question['shown']))}</pre>"
+            f"<p>{intro}</p><pre>{escape(shown_text(question, lang))}</pre>{others}"
             '<form method="post">'
             f'<input type="hidden" name="csrf" value="{_form_token(person.session, pending)}">'
-            + _consent_fields(question.get("consent"), filled)
-            + '<button name="answer" value="confirm">Confirm (binds the customer)</button>'
-            '<button name="answer" value="decline" formnovalidate>Decline</button></form>'
+            f'<input type="hidden" name="language" value="{lang}">'
+            + _consent_fields(question.get("consent"), filled, lang)
+            + f'<button name="answer" value="confirm">{escape(words["confirm"])}</button>'
+            f'<button name="answer" value="decline" formnovalidate>{escape(words["decline"])}'
+            "</button></form>"
         )
 
     async def _answer(
@@ -292,27 +368,31 @@ class ConfirmationPage:
                 "Open the confirmation's address again.</p>",
                 403,
             )
+        lang = (form.get("language") or ["en"])[0]
+        lang = lang if lang in WORDS else "en"
+        words = WORDS[lang]
         if question["state"] != "pending":
-            return _page("Already answered", _answered(question), 409)
+            return _page(words["answered_before"], _answered(question, lang), 409, lang)
         answer = (form.get("answer") or [""])[0]
         if answer not in {"confirm", "decline"}:
             return _page("Incomplete", "<p>Confirm or decline.</p>", 422)
         asked = question.get("consent")
         content = _stated_fields(form, asked)
-        consent, broken = stated_consent(content, asked)
+        consent, broken = stated_consent(content, asked, lang)
         if answer == "confirm" and consent is None:
             # refused with the insurer's words for each rule, the form shown again as filled
             listed = "".join(f"<li>{escape(rule)}</li>" for rule in broken.values())
             return _page(
-                "Not confirmed yet",
-                f"<p>The customer's consent does not hold; nothing was done:</p><ul>{listed}</ul>"
-                + self._form(pending, question, person, content),
+                words["not_yet"],
+                f"<p>{words['does_not_hold']}</p><ul>{listed}</ul>"
+                + self._form(pending, question, person, content, lang),
                 422,
+                lang,
             )
         answered = await self.confirmations.answer_page(
-            pending, answer == "confirm", person.subject, person.name, consent
+            pending, answer == "confirm", person.subject, person.name, consent, lang
         )
-        return _page("Thank you", _answered(answered or question))
+        return _page(words["thanks"], _answered(answered or question, lang), lang=lang)
 
 
 async def _read_form(request: Request) -> dict[str, list[str]] | None:
@@ -359,7 +439,9 @@ def _in_zone(local: str, zone: str) -> str:
     return moment.replace(tzinfo=ZoneInfo(zone)).isoformat(timespec="seconds")
 
 
-def _consent_fields(asked: Mapping[str, Any] | None, filled: Mapping[str, str] | None) -> str:
+def _consent_fields(
+    asked: Mapping[str, Any] | None, filled: Mapping[str, str] | None, lang: str = "en"
+) -> str:
     """The customer's consent as the person states it: what the assistant was told is shown as
     that (and filled in, unless it is from before the offer); nothing nobody said is filled in."""
     if asked is None:
@@ -371,11 +453,12 @@ def _consent_fields(asked: Mapping[str, Any] | None, filled: Mapping[str, str] |
         values = {name: told.get(key, "") for name, key in FORM_FIELDS.items()}
         if flagged:
             values["consentedAt"] = ""
+    words = WORDS[lang]
     zone = _zone(asked)
     chosen = values.get("consentMethod", "")
-    options = '<option value="">(choose)</option>' + "".join(
+    options = f'<option value="">{words["choose"]}</option>' + "".join(
         f'<option value="{m}"{" selected" if m == chosen else ""}>'
-        f"{escape(consent_rules.method_label(m))}</option>"
+        f"{escape(consent_rules.method_label(m, lang))}</option>"
         for m in CONSENT_METHODS
     )
     local = _local(values.get("consentedAt", ""), zone)
@@ -384,30 +467,27 @@ def _consent_fields(asked: Mapping[str, Any] | None, filled: Mapping[str, str] |
             escape(v)
             for v in (
                 told.get("bc:consentedBy", ""),
-                consent_rules.method_label(told.get("bc:consentMethod", ""))
+                consent_rules.method_label(told.get("bc:consentMethod", ""), lang)
                 if told.get("bc:consentMethod")
                 else "",
                 told.get("bc:consentedAt", ""),
             )
             if v
         )
-        told_line = f"<p>As the assistant was told: {said}.</p>"
+        told_line = f"<p>{words['told'].format(said=said)}</p>"
     else:
-        told_line = "<p>The assistant was told nothing of the customer's consent.</p>"
+        told_line = f"<p>{words['told_nothing']}</p>"
     if flagged:
-        told_line += (
-            f"<p><b>That time is before this offer was made ({escape(str(asked.get('offeredAt')))}"
-            "): the customer's consent must be to this offer.</b> Ask the customer, and state "
-            "when they agreed to it.</p>"
-        )
+        told_line += f"<p>{words['flagged'].format(made=escape(str(asked.get('offeredAt'))))}</p>"
     return (
-        "<fieldset><legend>The customer's consent to this offer, as you state it</legend>"
+        f"<fieldset><legend>{words['legend']}</legend>"
         + told_line
-        + '<p><label>Who consented <input name="consentedBy" required maxlength="200" '
+        + f'<p><label>{words["who"]} <input name="consentedBy" required maxlength="200" '
         f'value="{escape(values.get("consentedBy", ""))}"></label></p>'
-        f'<p><label>How <select name="consentMethod" required>{options}</select></label></p>'
-        '<p><label>When <input type="datetime-local" name="consentedAtLocal" required '
-        f'value="{escape(local)}"></label> ({escape(zone)}, the insurer\'s time)</p></fieldset>'
+        f'<p><label>{words["how"]} <select name="consentMethod" required>{options}</select>'
+        "</label></p>"
+        f'<p><label>{words["when"]} <input type="datetime-local" name="consentedAtLocal" required '
+        f'value="{escape(local)}"></label> ({escape(words["zone"].format(zone=zone))})</p></fieldset>'
     )
 
 
@@ -438,23 +518,17 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _answered(question: Mapping[str, Any]) -> str:
+def _answered(question: Mapping[str, Any], lang: str = "en") -> str:
     insurer = escape(str(question.get("insurer_name") or question.get("insurer", "")))
     if question["state"] == "confirmed":
-        who = question.get("name") or question.get("who", "")
-        return (
-            f"<p>Confirmed by {escape(str(who))}. Go back to the chat or the assistant you were "
-            f"working with and go on there: the application is sent to {insurer} once.</p>"
-        )
-    return (
-        "<p>Declined. Nothing was sent to the insurer. Go back to the chat or the assistant you "
-        "were working with: it is told that you declined.</p>"
-    )
+        who = escape(str(question.get("name") or question.get("who", "")))
+        return f"<p>{WORDS[lang]['confirmed'].format(who=who, insurer=insurer)}</p>"
+    return f"<p>{WORDS[lang]['declined']}</p>"
 
 
-def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+def _page(title: str, body: str, status: int = 200, lang: str = "en") -> HTMLResponse:
     html = (
-        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
+        f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8"><title>{escape(title)}'
         f"</title><style>{STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>"
     )
     return HTMLResponse(html, status, headers=HEADERS)

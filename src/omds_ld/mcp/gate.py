@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mcp_types as types
@@ -97,8 +97,9 @@ class Gate:
         if confirmed is None:
             question = await self.question(spec, clean)
             pending = await self.confirmations.ask(
-                digest, self.insurer, broker, question.shown, question.consent, self.display_name
-            )
+                digest, self.insurer, broker, question.shown, question.consent, self.display_name,
+                question.shown_in,
+            )  # fmt: skip
             if person is None:
                 raise self._required(pending)
             said = await person.ask(question.shown, pending, question_schema(question.consent))
@@ -268,7 +269,11 @@ class Gate:
         }
         self._told_holds(asked)
         product = await self._product_label(str(offer.get("p:hasRootProduct", "")))
-        return Question("\n".join(self._application_lines(offer, product, body, asked)), asked)
+        pairs = self._application_lines(offer, product, body, asked)
+        shown_in = {"en": "\n".join(en for _, en in pairs)}
+        if self.language == "de":
+            shown_in["de"] = "\n".join(de for de, _ in pairs)
+        return Question("\n".join(self._line(de, en) for de, en in pairs), asked, shown_in)
 
     def _told_holds(self, asked: Mapping[str, Any]) -> None:
         """What the model was told of the consent, refused where no person could state it so (a
@@ -297,7 +302,7 @@ class Gate:
         product: str,
         body: Mapping[str, Any],
         asked: Mapping[str, Any],
-    ) -> list[str]:
+    ) -> list[tuple[str, str]]:
         """Everything the application binds the customer to, in full: the person sees what the
         model is not shown (the whole account, the holder, the policyholder's identity, where
         the documents go), so a change of any of it changes what they confirm."""
@@ -320,35 +325,35 @@ class Gate:
         )  # fmt: skip
         email = holder.get("p:email", "")
         return [
-            self._line(
+            (
                 f"Verbindlicher Antrag bei {self.display_name}: {product}",
                 f"Binding application at {self.display_name}: {product}",
             ),
-            self._line(f"Prämie: {amount} {de_period}", f"Premium: {amount} {en_period}"),
-            self._line(
+            (f"Prämie: {amount} {de_period}", f"Premium: {amount} {en_period}"),
+            (
                 f"Versicherungsnehmer: {_identity(holder, 'de')}",
                 f"Policyholder: {_identity(holder, 'en')}",
             ),
-            self._line(f"Anschrift: {_address(holder)}", f"Address: {_address(holder)}"),
-            self._line(
+            (f"Anschrift: {_address(holder)}", f"Address: {_address(holder)}"),
+            (
                 f"Zahlung: {de_freq}, {de_method}{account}",
                 f"Payment: {en_freq}, {en_method}{account}",
             ),
-            self._line(
+            (
                 f"Dokumente an: {email or 'keine E-Mail angegeben'}",
                 f"Documents to: {email or 'no e-mail given'}",
             ),
-            self._line(f"Versicherungsbeginn: {start}{de_priced}", f"Start: {start}{en_priced}"),
-            self._line(
+            (f"Versicherungsbeginn: {start}{de_priced}", f"Start: {start}{en_priced}"),
+            (
                 f"Angebot gültig bis {offer.get('bc:validUntil')}",
                 f"Offer valid until {offer.get('bc:validUntil')}",
             ),
-            self._line(
+            (
                 "Zustimmung des Kunden zu diesem Angebot: geben Sie an, wer, wie und wann "
                 f"({de_consent})",
                 f"The customer's consent to this offer: state who, how and when ({en_consent})",
             ),
-            self._line(
+            (
                 "Bestätigen Sie, dass der Kunde diesem Antrag zustimmt? Er bindet den Kunden.",
                 "Do you confirm the customer agrees to this application? It binds them.",
             ),
@@ -403,6 +408,8 @@ class Question:
 
     shown: str
     consent: dict[str, Any] | None
+    # the same text in each language alone, by language: a page shows the person's
+    shown_in: dict[str, str] = field(default_factory=dict)
 
 
 def _told(asked: Mapping[str, Any]) -> tuple[str, str]:

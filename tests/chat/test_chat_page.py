@@ -419,6 +419,9 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     waiting = page.locator("#log article.tool").last
     assert waiting.get_attribute("class") == "tool waiting", waiting.get_attribute("class")
     assert "waits for your confirmation" in waiting.inner_text()
+    # the model's words (its text) stay folded: the person reads the box that is theirs
+    assert not waiting.locator("pre.text").is_visible()
+    assert "corrected arguments" not in waiting.inner_text()
     # the person opens the confirmation page, logs in as the (demo) broker and reads it there
     confirmation = _log_in_on_the_confirmation_page(page)
     shown = confirmation.inner_text("pre")

@@ -62,6 +62,10 @@ KINDS = {400: "invalid input", 401: "unauthorized", 403: "unauthorized", 404: "n
 KIND_OF_TYPE = {"confirmation-declined": "declined by the person"}
 
 
+# a binding call waiting for the person: its next step is the same call, nothing corrected
+WAITING_FOR_THE_PERSON = "/confirmation-required"
+
+
 def error_kind(status: int, problem_type: str = "") -> str:
     by_type = KIND_OF_TYPE.get(problem_type.rsplit("/", 1)[-1])
     if by_type:
@@ -437,7 +441,11 @@ class Executor:
         """The one place a failure of a call becomes its problem, and the outcome logged."""
         again = {"bc:nextStep": self._entry_steps(spec, arguments)}
         if isinstance(error, Refusal):
-            error.problem.setdefault("bc:nextStep", again["bc:nextStep"])
+            steps = again["bc:nextStep"]
+            if str(error.problem.get("type", "")).endswith(WAITING_FOR_THE_PERSON):
+                # nothing to correct: the same call once the person answered
+                steps[0]["rdfs:label"] = "the same call, once the person answered"
+            error.problem.setdefault("bc:nextStep", steps)
             return error.problem, "refused"
         if isinstance(error, InsurerUnavailable):
             slug = "insurer-timeout" if error.kind == "timeout" else "insurer-unavailable"

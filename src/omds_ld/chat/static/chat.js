@@ -358,7 +358,8 @@ function toolArticle(event) {
     article.append(element("p", { class: "defaults" }, `${TEXT.assumed}: ${named}`));
   }
   // by hand the answer is open; a model's calls are collapsed, errors always shown
-  const details = element("details", event.by_hand || failed ? { open: "" } : {});
+  // (a call waiting for the person: its text is the model's, the box below is theirs)
+  const details = element("details", (event.by_hand && !waiting) || failed ? { open: "" } : {});
   details.append(element("summary", {}, TEXT.details));
   const args = event["gen_ai.tool.call.arguments"];
   if (args && Object.keys(args).length) details.append(element("pre", { class: "arguments" }, JSON.stringify(args, null, 2)));

@@ -408,6 +408,10 @@ def test_by_hand_a_binding_call_is_confirmed_by_the_logged_in_person_on_its_page
     today = re.search(r"Today at the insurer: (\d{4}-\d{2}-\d{2})", offer_text)
     assert today, offer_text
     assert page.input_value('[id="shape-bc:startDate"]') == today.group(1)
+    # the offer's priced start, where it differs, is said beside the application's own
+    priced = re.search(r"Priced from the contract start (\d{4}-\d{2}-\d{2})", offer_text)
+    if priced and priced.group(1) != today.group(1):
+        assert priced.group(1) in page.inner_text("#fields p.priced")
     for name, value in PERSON.items():
         if name != "@type":
             page.fill(f'[id="shape-bc:policyholder/{name}"]', value)

@@ -11,6 +11,7 @@ const TEXT = german
       premium: "Prämie", error: "Fehler", body: "Anfragekörper (JSON)",
       orJson: "oder der ganze Anfragekörper als JSON (geht den Feldern vor)",
       advanced: "Erweitert (technische Felder)",
+      priced: "Das Angebot wurde mit Vertragsbeginn {date} berechnet; der Antrag beginnt an dem Tag, den Sie hier angeben (die Bestätigungsseite zeigt beide).",
       oneOf: "eine der Formen",
       assumed: "Noch auf dem Standard des Versicherers", keep: "Dieses Gespräch behalten",
       download: "Herunterladen (JSONL-Protokoll)", task: "Die Aufgabe, in Worten",
@@ -39,6 +40,7 @@ const TEXT = german
       premium: "Premium", error: "Error", body: "body (JSON)",
       orJson: "or the whole body as JSON (it goes before the fields)",
       advanced: "Advanced (technical fields)",
+      priced: "The offer was priced from a contract start of {date}; the application starts on the day you give here (the confirmation page shows both).",
       oneOf: "one of the shapes",
       assumed: "Still at the insurer's default", keep: "Keep this conversation",
       download: "Download it (JSONL protocol)", task: "The task, in words",
@@ -146,6 +148,9 @@ function shapeSet(shape, shapes, prefill, field = null, variant = null, title = 
       input.dataset.prefilled = String(prefill[one.name]);
     }
     set.append(input);
+    if (one.name === "bc:startDate" && prefill["@priced"]) {  // two starts: said, not hidden
+      set.append(element("p", { class: "priced" }, TEXT.priced.replace("{date}", prefill["@priced"])));
+    }
   }
   return set;
 }
@@ -198,7 +203,8 @@ function prefilled(structured, step) {
   // what the answer that offered a step knows for its body: the insurer's today; and the part
   // the person states on the confirmation page (no form of it here)
   const today = structured.insurerToday || new Date().toISOString().slice(0, 10);
-  return { "bc:startDate": today, "@stated": step.statedByPerson };
+  const priced = (structured.offer || {}).contractStart;  // the start the premium was priced from
+  return { "bc:startDate": today, "@stated": step.statedByPerson, "@priced": priced };
 }
 
 // arguments a person never needs to see: the retry key, the memory of a client without a session

@@ -75,6 +75,13 @@ def test_an_interface_taking_applications_is_checked_without_binding_anyone(
         ("readApplication", "an unknown application is refused"),
     ):
         assert expected in passed, expected
+    # with a receipt key the interface trusts: a receipt right in all but the application's
+    # data is refused (an interface that took it would take a yes to data nobody saw)
+    key = str(server.database.parent / "receipt-key.pem")
+    _, keyed, _ = check(server.api(insurer), tmp_path, "--receipt-key", key)
+    named = ("createApplication", "a receipt for another application's data (another IBAN), "
+             "refused as receipt-invalid: its problem type")  # fmt: skip
+    assert named in {(c["operation"], c["name"]) for c in keyed["checks"] if c["passed"]}, keyed
     with sqlite3.connect(server.database) as db:  # the check made no application at all
         offers = [c["where"] for c in report["checks"] if c["name"] == "offers createApplication"]
         offer_id = offers[0].rsplit("/", 1)[-1]

@@ -488,6 +488,14 @@ def _check_insurer(args: argparse.Namespace) -> int:
     if args.token:
         headers["Authorization"] = f"Bearer {args.token}"
     facts = load_facts(Path(args.facts).read_text("utf-8")) if args.facts else {}
+    key = None
+    if args.receipt_key:
+        from omds_ld.norm.receipt import load_private_key
+
+        try:
+            key = load_private_key(Path(args.receipt_key).read_text("utf-8"))
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"--receipt-key {args.receipt_key}: {error}") from None
     console = Console(stderr=True)
     terminal = console.is_terminal
 
@@ -496,8 +504,9 @@ def _check_insurer(args: argparse.Namespace) -> int:
             status = console.status("checking …") if terminal else contextlib.nullcontext()
             with status:
                 checker = InsurerChecker(
-                    load_norm(), args.api, client, facts, on_check=lambda c: print(c.line())
-                )
+                    load_norm(), args.api, client, facts, on_check=lambda c: print(c.line()),
+                    receipt_key=key, broker=args.receipt_broker,
+                )  # fmt: skip
                 return await checker.run()
 
     import asyncio
@@ -873,6 +882,12 @@ def _add_checker(commands: Commands) -> None:
     add("--json", help="write the report as JSON to this file")
     add("--html", help="write the report as an HTML page to this file")
     add("--timeout-seconds", type=float, default=30.0)
+    add(
+        "--receipt-key",
+        help="a receipt key the interface trusts (a test interface's, PEM or JWK): then a receipt "
+        "right in all but the application's data is sent, and must be refused",
+    )
+    add("--receipt-broker", default="anonymous", help="the broker the caller is (the receipt's)")
     _log_level(checker, "warning")
     checker.set_defaults(run=_check_insurer)
 

@@ -91,8 +91,14 @@ class InsurerChecker:
         client: httpx.AsyncClient,
         facts: Mapping[str, Mapping[str, Any]] | None = None,
         on_check: Callable[[Check], None] | None = None,
+        receipt_key: Any = None,
+        broker: str = "anonymous",
     ) -> None:
         self.norm = norm
+        # a receipt key the interface trusts (a test interface's), and the broker its caller is:
+        # with it, a receipt right in all but the application's data is sent, to be refused
+        self.receipt_key = receipt_key
+        self.broker = broker
         self.api = api.rstrip("/")
         self.client = client
         self.facts = dict(facts or {})
@@ -460,7 +466,7 @@ class InsurerChecker:
         assert apply is not None
         where = self._arguments(apply)
         body = application_body(digest)
-        cases = (
+        cases: tuple[tuple[str, dict[str, Any], str], ...] = (
             ("without consent, refused as consent-missing", {k: v for k, v in body.items()
                                                              if k != "bc:consent"}, "consent-missing"),
             ("consent to another offer, refused as consent-mismatch",
@@ -474,6 +480,11 @@ class InsurerChecker:
                  "bc:confirmedBy": "omds-ld check-insurer", "bc:confirmedVia": "none",
                  "bc:receipt": "not.a.receipt"}}}, "receipt-invalid"),
         )  # fmt: skip
+        if self.receipt_key is not None:  # signed by a key it trusts, for other data
+            cases += (
+                ("a receipt for another application's data (another IBAN), refused as "
+                 "receipt-invalid", self._signed_for_other_data(body), "receipt-invalid"),
+            )  # fmt: skip
         for name, sent, slug in cases:
             refused = await self.call("createApplication", where, body=sent)
             self.problem("createApplication", name, refused, (422,))
@@ -492,6 +503,22 @@ class InsurerChecker:
         unknown = await self.call("readApplication", {"applicationId": "no-such-application-0"})
         self.problem("readApplication", "an unknown application is refused", unknown, (404,))
 
+    def _signed_for_other_data(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The body with a receipt of a trusted key, right in every claim but the application's
+        data: signed for the same body with another IBAN."""
+        from omds_ld.norm.receipt import sign
+
+        consent = dict(body["bc:consent"])
+        confirmation = {"bc:confirmedBy": self.broker, "bc:confirmedVia": "omds-ld check-insurer",
+                        "bc:confirmedAt": consent["bc:consentedAt"],
+                        "bc:shownDigest": "sha256:" + "0" * 64}  # fmt: skip
+        other = {**body, "bc:payment": {**body["bc:payment"], "bc:iban": OTHER_IBAN}}
+        confirmation["bc:receipt"] = sign(
+            self.receipt_key, issuer="omds-ld check-insurer", broker=self.broker,
+            confirmation=confirmation, consent=consent, application=other,
+        )  # fmt: skip
+        return {**body, "bc:consent": {**consent, "bc:confirmation": confirmation}}
+
     def _premium(self, operation: str, product: str, answer: Mapping[str, Any] | None) -> None:
         if answer is None:
             return
@@ -505,6 +532,7 @@ class InsurerChecker:
 
 
 BAD_IBAN = "AT611904300234573299"  # the check digits fail
+OTHER_IBAN = "DE89370400440532013000"  # a valid one, not the body's
 
 
 def application_body(digest: str) -> dict[str, Any]:

@@ -116,10 +116,13 @@ CASES = (
          "    if value.tzinfo is None:",
          "    if False:",
          ("tests/mcp/test_consent.py",)),
-    Case("the caller's own confirmation never counts", "mcp/gate.py",
-         '        consent.pop("bc:confirmation", None)',
-         "        pass",
-         ("tests/mcp/test_applications.py",)),
+    # (removing _without_confirmation's pop alone is no case: _with_confirmation replaces the
+    # caller's bc:confirmation as well, and the two guard the promise together)
+    Case("the insurer receives the person's consent, not the model's", "mcp/gate.py",
+         '        body["bc:consent"] = {**confirmed.consent, "bc:confirmation": confirmed.to_jsonld()}',
+         '        body["bc:consent"] = {**confirmed.consent, **(body.get("bc:consent") or {}), '
+         '"bc:confirmation": confirmed.to_jsonld()}',
+         ("tests/mcp/test_consent.py",)),
     Case("the confirmation page answers only the broker it asked for", "mcp/confirmation_page.py",
          "        if not expected or not hmac.compare_digest(person.subject, expected):",
          "        if not expected:",

@@ -555,3 +555,20 @@ def test_the_confirmation_page_speaks_the_browsers_language_alone(
         assert word not in visible, word
     confirmation.close()
     page.close()
+
+
+def test_the_start_page_says_where_a_task_begins_at_each_insurer(
+    server: ExampleServer, browser: Any
+) -> None:
+    """Each insurer's section begins with its products (the norm's entry), said in words; the
+    other tools are there, folded away, not a wall of names."""
+    page = browser.new_page(locale="en-GB")
+    page.goto(server.url + "/chat")
+    page.wait_for_selector("body[data-ready=true]")
+    for insurer in ("pfefferminzia", "disrupto", "angloamerican"):
+        section = f"section[data-server={insurer}]"
+        start = page.locator(f"{section} button.start")
+        assert start.inner_text() == "Start here: the products", insurer
+        assert "A task begins with the insurer's products" in page.inner_text(section)
+        assert not page.is_visible(f"{section} details.tools button[data-tool=readShape]")
+    page.close()

@@ -11,6 +11,8 @@ const TEXT = german
       premium: "Prämie", error: "Fehler", body: "Anfragekörper (JSON)",
       orJson: "oder der ganze Anfragekörper als JSON (geht den Feldern vor)",
       advanced: "Erweitert (technische Felder)",
+      start: "Hier beginnen: die Produkte", allTools: "Alle Werkzeuge ({n})",
+      startHint: "Eine Aufgabe beginnt mit den Produkten des Versicherers; jede Antwort nennt die Folgeschritte.",
       priced: "Das Angebot wurde mit Vertragsbeginn {date} berechnet; der Antrag beginnt an dem Tag, den Sie hier angeben (die Bestätigungsseite zeigt beide).",
       oneOf: "eine der Formen",
       assumed: "Noch auf dem Standard des Versicherers", keep: "Dieses Gespräch behalten",
@@ -40,6 +42,8 @@ const TEXT = german
       premium: "Premium", error: "Error", body: "body (JSON)",
       orJson: "or the whole body as JSON (it goes before the fields)",
       advanced: "Advanced (technical fields)",
+      start: "Start here: the products", allTools: "All tools ({n})",
+      startHint: "A task begins with the insurer's products; every answer names the next steps.",
       priced: "The offer was priced from a contract start of {date}; the application starts on the day you give here (the confirmation page shows both).",
       oneOf: "one of the shapes",
       assumed: "Still at the insurer's default", keep: "Keep this conversation",
@@ -206,6 +210,9 @@ function prefilled(structured, step) {
   const priced = (structured.offer || {}).contractStart;  // the start the premium was priced from
   return { "bc:startDate": today, "@stated": step.statedByPerson, "@priced": priced };
 }
+
+// where a task begins at any insurer of the norm: its products (each answer's next steps go on)
+const ENTRY = ["listProducts"];
 
 // arguments a person never needs to see: the retry key, the memory of a client without a session
 const TECHNICAL = new Set(["idempotencyKey", "seen"]);
@@ -639,12 +646,23 @@ async function main() {
     const section = element("section", { "data-server": server.name });
     section.append(element("h2", {}, server.displayName));
     if (server.error) section.append(element("p", { class: "error", role: "alert" }, server.error));
+    // where a task begins: the norm's entry, the insurer's products; every answer's next steps
+    // lead on from there. The other tools are there too, folded away
+    const all = element("details", { class: "tools" });
+    all.append(element("summary", {}, TEXT.allTools.replace("{n}", String(server.tools.length))));
     for (const tool of server.tools) {
       const button = element("button", { type: "button", "data-tool": tool.name }, tool.name);
       button.title = tool.title || "";
       button.addEventListener("click", () => openForm(server.name, tool.name));
-      section.append(button);
+      if (ENTRY.includes(tool.name)) {
+        button.textContent = TEXT.start;
+        button.classList.add("start");
+        section.append(element("p", { class: "hint" }, TEXT.startHint), button);
+      } else {
+        all.append(button);
+      }
     }
+    section.append(all);
     nav.append(section);
   }
   document.getElementById("mode").textContent = state.model ? `${TEXT.chat} (${state.model.name})` : TEXT.noModel;

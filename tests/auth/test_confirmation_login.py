@@ -83,6 +83,14 @@ def test_only_the_logged_in_broker_the_call_was_made_for_confirms(secured: Examp
         beta = PagePerson("beta")
         seen = await beta.read(page)
         assert seen.status == 403 and IBAN not in seen.page and "Anna" not in seen.page
+        assert "Log in as alpha" in seen.page  # whom to log in as, said
+        async with httpx.AsyncClient(timeout=30) as german:  # the browser's language
+            gone = await german.get(
+                page.rsplit("/", 1)[0] + "/no-such-question",
+                headers={"Accept-Language": "de-AT,de"},
+            )
+            assert gone.status_code == 404 and "Nicht gefunden" in gone.text
+            assert '<html lang="de">' in gone.text
         assert (await beta.answer(page, "confirm")).status == 403
         # alpha, logged in: a form shown for one question does not answer another
         person = PagePerson("alpha")

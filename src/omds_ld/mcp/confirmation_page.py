@@ -101,6 +101,14 @@ WORDS = {
                      "with and go on there: the application is sent to {insurer} once.",
         "declined": "Declined. Nothing was sent to the insurer. Go back to the chat or the "
                     "assistant you were working with: it is told that you declined.",
+        "not_found_title": "Not found",
+        "not_found": "This confirmation does not exist or has expired; nothing was done. Ask "
+                     "the assistant to try again.",
+        "not_for_you_title": "Not for you",
+        "not_for_you": "You are logged in as <b>{who}</b>. This confirmation was asked for the "
+                       "broker <b>{expected}</b>, and only they can see or answer it; nothing was "
+                       "done.",
+        "log_in_as": "Log in as {expected}",
     },
     "de": {
         "title": "Eine verbindliche Anfrage bestätigen", "thanks": "Danke",
@@ -121,6 +129,14 @@ WORDS = {
                      "Sie arbeiten, und machen Sie dort weiter: der Antrag geht einmal an {insurer}.",
         "declined": "Abgelehnt. An den Versicherer wurde nichts gesendet. Gehen Sie zurück zum "
                     "Chat oder zum Assistenten: er erfährt, dass Sie abgelehnt haben.",
+        "not_found_title": "Nicht gefunden",
+        "not_found": "Diese Bestätigung gibt es nicht oder nicht mehr; es wurde nichts getan. "
+                     "Bitten Sie den Assistenten, es noch einmal zu versuchen.",
+        "not_for_you_title": "Nicht für Sie",
+        "not_for_you": "Sie sind angemeldet als <b>{who}</b>. Diese Bestätigung wurde für den "
+                       "Makler <b>{expected}</b> erbeten, und nur er kann sie sehen oder "
+                       "beantworten; es wurde nichts getan.",
+        "log_in_as": "Als {expected} anmelden",
     },
 }  # fmt: skip
 LANGUAGE_NAMES = {
@@ -279,15 +295,12 @@ class ConfirmationPage:
     async def page(self, request: Request) -> Response:
         pending = request.path_params["pending"]
         question = await self.confirmations.question(pending)
+        lang = page_language(request.headers.get("accept-language", ""))
+        words = WORDS[lang]
         if question is None:
             if request.method == "POST":
                 await _read_form(request)  # bounded: the answer to nothing
-            return _page(
-                "Not found",
-                "<p>This confirmation does not exist or has expired; nothing was done. Ask the "
-                "agent to try again.</p>",
-                404,
-            )
+            return _page(words["not_found_title"], f"<p>{words['not_found']}</p>", 404, lang)
         person = await self._person(request)
         if person is None or request.query_params.get("login") == "again":
             if request.method == "POST":
@@ -302,18 +315,18 @@ class ConfirmationPage:
             )
         expected = self._expected(question)
         if not expected or not hmac.compare_digest(person.subject, expected):
+            mine = words["not_for_you"].format(
+                who=escape(person.subject), expected=escape(expected)
+            )
+            again = escape(words["log_in_as"].format(expected=expected))
             return _page(
-                "Not for you",
-                f"<p>You are logged in as <b>{escape(person.subject)}</b>. This confirmation "
-                f"was asked for the broker <b>{escape(expected)}</b>, and only they can see or "
-                "answer it; nothing was done.</p>"
-                f'<p><a href="?login=again">Log in as {escape(expected)}</a></p>',
+                words["not_for_you_title"],
+                f'<p>{mine}</p><p><a href="?login=again">{again}</a></p>',
                 403,
+                lang,
             )
         if request.method == "POST":
             return await self._answer(request, pending, question, person)
-        lang = page_language(request.headers.get("accept-language", ""))
-        words = WORDS[lang]
         if question["state"] != "pending":
             return _page(words["answered_before"], _answered(question, lang), lang=lang)
         return _page(words["title"], self._form(pending, question, person, None, lang), lang=lang)

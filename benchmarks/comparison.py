@@ -246,8 +246,8 @@ async def measure(server: ExampleServer, names: list[str], peers: dict[str, str]
         )
     print(f"  {f'{count} times one insurer (Pfefferminzia, ours)':<46} {count * one.tools:>7} "
           f"{count * one.answers:>8} {ten_times:>8} {1:>11.2f}")  # fmt: skip
-    print(f"  the same in protocol {SESSIONLESS}, sessionless (the client carries what it was "
-          "shown: seen), against the session above")  # fmt: skip
+    print(f"  the same in protocol {SESSIONLESS}, sessionless (the client sends no seen back, "
+          "as models mostly do), against the session above")  # fmt: skip
     for label, session, without in (
         ("ours, one MCP server per insurer", separate, sessionless[0]),
         ("ours, the broker endpoint (one set of tools)", broker, sessionless[1]),

@@ -56,6 +56,11 @@ def test_mcp_benchmark_compares_sizes_and_latency() -> None:
     eras = out.split("tokens per flow a model reads", 1)[1]
     for flow in ("pfefferminzia · an edited draft", "disrupto · two inquiries", "all flows"):
         assert flow in eras
+    for client in ("session", "never echoes seen", "always echoes seen", "SDK default Client()"):
+        assert client in eras.splitlines()[1], eras
+    ratios = next(line for line in eras.splitlines() if line.strip().startswith("÷ a session"))
+    figures = [float(x) for x in ratios.split()[3:]]  # each client's, measured: the session's 1
+    assert len(figures) == 4 and figures[0] == 1.0 and all(f > 0 for f in figures), ratios
     comparison = out.split("a motor comparison at 4 insurers", 1)[1]
     for way in ("one MCP server per insurer", "the broker endpoint", "FastMCP's OpenAPI server",
                 "4 times one insurer"):  # fmt: skip

@@ -598,45 +598,81 @@ def test_in_a_session_an_edits_answer_names_the_unchanged_draft_and_a_read_shows
     run(server, "pfefferminzia", body, mode="legacy")
 
 
-def test_without_a_session_the_client_carries_what_it_was_shown_and_the_server_keeps_nothing(
+def test_without_any_memory_an_answer_says_what_the_call_kept_instead_of_repeating_it(
     server: ExampleServer,
 ) -> None:
-    """#39: a sessionless client (2026-07-28) gets an edit's answer as short as a session's
-    when it sends back the seen its last answer gave with the next steps; without it, or with
-    one of another case, or with one that is none of ours, the answer is whole (never an
-    error); the server remembers nothing of the client between calls."""
+    """#50: a sessionless client (2026-07-28) that carries nothing gets short answers: what
+    the norm says the call could not change (x-omds-ld keeps) is one line, "unchanged by this
+    call", with the draft's version as the last whole draft showed it; steps and shapes on a
+    part the call kept are named, not repeated; a read shows the whole picture."""
+
+    def version(text: str) -> str:
+        found = re.search(r"Draft of Kraftfahrt 2025 ~/draft \(version ([0-9a-f]{8})\)", text)
+        assert found, text
+        return found.group(1)
 
     async def body(client: Client) -> None:
         case = await new_case(client)
-        create = step(case, "createRiskObject")
-        seen = answer_of(case)["seen"]
-        assert create["arguments"]["seen"] == seen and f"seen={seen}:" in case.content[0].text
-        assert case.structured_content["seen"] == seen  # a model's host reads it too
-        added = await follow(client, create, SKODA)
+        assert "[x] Kfz-Haftpflicht" in case.content[0].text  # a create shows it whole
+        assert "Shape VehicleShape for p:Vehicle" in case.content[0].text
+        added = await follow(client, step(case, "createRiskObject"), SKODA)
         text = added.content[0].text
-        assert "Draft of Kraftfahrt 2025 ~/draft: unchanged since the last answer" in text
+        assert f"~/draft (version {version(case.content[0].text)}): unchanged by this call" in text
         assert "[x] Kfz-Haftpflicht" not in text and "Still at the insurer's default" not in text
+        assert "~/draft/risk-objects/1: the 5 fields as sent" in text
+        # the steps on the draft's components were offered before, with their shape
+        assert "as before this call: setAttributes, excludeComponent, includeComponent" in text
+        assert "Shape VehicleShape for" not in text and "Shape AttributeValuesShape" not in text
         priced = await follow(client, step(added, "calculatePremium"))
-        assert "Risk objects: as before" in priced.content[0].text
-        other = await new_case(client)
-        without = {k: v for k, v in create["arguments"].items() if k != "seen"}
-        for sent in ({}, {"seen": answer_of(other)["seen"]}, {"seen": "bm90LW91cnM"}):
-            again = await client.call_tool(
-                "updateRiskObject", {**without, "riskObjectId": "1", "body": SKODA, **sent}
-            )
-            assert not again.is_error, again.content[0].text
-            assert "[x] Kfz-Haftpflicht" in again.content[0].text, sent
+        text = priced.content[0].text
+        assert "Risk objects: unchanged by this call" in text
+        assert "~/draft (version" in text and "unchanged by this call" in text
+        assert "Premium: 1684.88 EUR" in text and "[x] Kfz-Haftpflicht" not in text
+        included = await follow(
+            client, step(priced, "includeComponent", componentId="insassenunfall")
+        )
+        text = included.content[0].text
+        assert "[x] Insassenunfall" in text  # what the call changed is shown whole
+        assert "Risk objects: unchanged by this call" in text
+        assert "Shape AttributeValuesShape for" in text  # a step on what the call changed
+        read = await follow(client, step(included, "readCalculation"))
+        text = read.content[0].text
+        assert "[x] Insassenunfall" in text and 'p:make="Skoda"' in text
+        assert "Shape VehicleShape for p:Vehicle" in text and "unchanged" not in text
 
     run(server, "pfefferminzia", body)
 
-    async def stripped(client: Client) -> None:  # a model that drops it: the answer is whole
-        case = await new_case(client)
-        create = dict(step(case, "createRiskObject"))
-        create["arguments"] = {k: v for k, v in create["arguments"].items() if k != "seen"}
-        added = await follow(client, create, SKODA)
-        assert "[x] Kfz-Haftpflicht" in added.content[0].text
 
-    run(server, "pfefferminzia", stripped)
+def test_without_a_session_a_client_may_carry_what_it_was_shown_and_the_server_keeps_nothing(
+    server: ExampleServer,
+) -> None:
+    """#39, #50: a sessionless client may send back the seen of its last structured answer
+    (offered once per answer, not among each step's arguments, not in the model's text): a
+    read then names the shapes it was shown (at any case: a shape is the product's); a seen
+    that is none of ours, or none, is never an error, and the answer is whole."""
+
+    async def body(client: Client) -> None:
+        case = await new_case(client)
+        seen = case.structured_content["seen"]
+        assert answer_of(case)["seen"] == seen and seen not in case.content[0].text
+        assert all("seen" not in s.get("arguments", {}) for s in answer_of(case)["nextSteps"])
+        added = await follow(client, step(case, "createRiskObject"), SKODA)
+        other = await new_case(client)
+        read = step(added, "readCalculation")
+        mine = added.structured_content["seen"]
+        for sent, named in (
+            ({"seen": mine}, True),
+            ({}, False),
+            ({"seen": other.structured_content["seen"]}, True),
+            ({"seen": "bm90LW91cnM"}, False),
+        ):
+            again = await client.call_tool("readCalculation", {**read["arguments"], **sent})
+            assert not again.is_error, again.content[0].text
+            text = again.content[0].text
+            assert "[x] Kfz-Haftpflicht" in text, sent  # a read is whole
+            assert ("Shape VehicleShape for" not in text) == named, (sent, text)
+
+    run(server, "pfefferminzia", body)
 
 
 def test_structured_content_is_a_summary_no_larger_than_the_text_and_meta_has_all(

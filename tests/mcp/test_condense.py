@@ -20,6 +20,7 @@ from omds_ld.mcp.condense import (
     MAX_VIOLATIONS,
     OUTPUT_SCHEMA,
     STRUCTURED_SCHEMA,
+    Effects,
     Shared,
     condense,
     condense_problem,
@@ -138,6 +139,55 @@ def test_an_edits_answer_names_a_draft_shown_the_same_before(service: InsurerSer
     )  # fmt: skip
     assert "Bonus-Malus-Stufe = 5" in shown.text and "[x] Kfz-Haftpflicht" in shown.text
     assert "Still at the insurer's default: Vertragsbeginn" in shown.text  # it changed
+
+
+def test_what_the_norm_says_a_call_keeps_is_one_line_without_any_memory(
+    service: InsurerService,
+) -> None:
+    """#50: no session, nothing carried: an answer names what the call kept (the norm's
+    x-omds-ld keeps) instead of repeating it; a step on a kept part, and its shape, are named
+    as offered before; without the norm's word (a read) everything is whole."""
+    norm = load_norm()
+    about = {n: op.about for n, op in norm.operations.items() if op.about}
+
+    def effects(name: str) -> Effects:
+        operation = norm.operation(name)
+        return Effects(name, operation.kind, operation.keeps, about)
+
+    case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
+    case_id = case["bc:caseId"]
+    added = dict(service.createRiskObject(ANONYMOUS, {"caseId": case_id}, SKODA).body)
+    kept = condense(
+        added, operation="createRiskObject", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen={}, sent=SKODA, effects=effects("createRiskObject"),
+    )  # fmt: skip
+    assert "~/draft: unchanged by this call" in kept.text
+    assert (
+        "[x] Kfz-Haftpflicht" not in kept.text and "Still at the insurer's default" not in kept.text
+    )
+    assert "as before this call: setAttributes, excludeComponent, includeComponent" in kept.text
+    assert "Shape VehicleShape for" not in kept.text  # of the body just sent
+    assert "Shape AttributeValuesShape for" not in kept.text  # setAttributes: offered before
+    assert kept.structured["draft"]["components"]  # a program still reads the whole draft
+    assert OUTPUT.is_valid(kept.structured)
+    whole = condense(
+        added, operation="createRiskObject", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen={}, sent=SKODA,
+    )  # fmt: skip
+    assert "[x] Kfz-Haftpflicht" in whole.text and "Shape AttributeValuesShape for" in whole.text
+    priced = dict(service.calculatePremium(ANONYMOUS, {"caseId": case_id}, None).body)
+    kept = condense(
+        priced, operation="calculatePremium", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen={}, effects=effects("calculatePremium"),
+    )  # fmt: skip
+    assert "Risk objects: unchanged by this call" in kept.text and "p:make" not in kept.text
+    assert "~/draft: unchanged by this call" in kept.text and "Premium: " in kept.text
+    assert "Shape VehicleShape for" not in kept.text  # updateRiskObject: offered before
+    read = condense(
+        priced, operation="readCalculation", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, effects=effects("readCalculation"),
+    )  # fmt: skip
+    assert "unchanged" not in read.text and "Shape VehicleShape for" in read.text
 
 
 def test_a_broker_session_names_what_it_showed_the_same_for_another_insurer(

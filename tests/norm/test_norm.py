@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from pyld import jsonld
 
-from omds_ld.norm import load_norm
+from omds_ld.norm import Norm, load_norm
 from omds_ld.norm.jsonld import CONTEXT_URL, RemoteContextRefused, document_loader, expand
 
 NORM = load_norm()
@@ -46,6 +46,25 @@ def test_draft_operations_are_marked() -> None:
     draft = {o.operation_id for o in NORM.operations.values() if o.draft}
     assert {"createCalculation", "createRiskObject", "calculatePremium", "createOffer"} <= draft
     assert not {"listProducts", "readDefaultInstance", "inquireTariff"} & draft
+
+
+def test_an_edit_of_a_case_says_what_it_acts_on_and_what_it_keeps() -> None:
+    """x-omds-ld about and keeps: the norm's promise of what a call leaves as it was, which an
+    MCP server's answer relies on ("unchanged by this call"); a part the norm does not know is
+    refused at load."""
+    ops = NORM.operations
+    for name in ("createRiskObject", "updateRiskObject", "deleteRiskObject"):
+        assert (ops[name].about, ops[name].keeps) == ("riskObjects", {"components"})
+    for name in ("includeComponent", "excludeComponent", "setAttributes"):
+        assert (ops[name].about, ops[name].keeps) == ("components", {"riskObjects"})
+    assert ops["calculatePremium"].keeps == {"components", "riskObjects"}
+    assert not ops["readCalculation"].keeps and not ops["createCalculation"].keeps
+    document = json.loads(json.dumps(NORM.openapi))
+    document["paths"]["/calculations/{caseId}/risk-objects"]["post"]["x-omds-ld"]["keeps"] = [
+        "tree"
+    ]
+    with pytest.raises(ValueError, match="createRiskObject: about and keeps name parts"):
+        Norm(document)
 
 
 def test_request_schemas_are_self_contained_even_with_cycles() -> None:

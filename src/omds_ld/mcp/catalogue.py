@@ -131,7 +131,7 @@ def input_schema(operation: Operation) -> dict[str, Any]:
         "type": "string",
         "maxLength": MAX_TOKEN_LENGTH,
         "pattern": "^[A-Za-z0-9_-]*$",
-        "description": "the seen of your last answer, where it had one",
+        "description": "the seen of the last structured answer (optional: a shorter answer)",
     }
     schema: dict[str, Any] = {
         "type": "object",

@@ -25,6 +25,7 @@ from omds_ld.mcp.condense import (
     ANSWER_META,
     ANSWER_TYPES,
     Condensed,
+    Effects,
     Shared,
     condense,
     condense_problem,
@@ -144,6 +145,9 @@ class Executor:
         self.deprecated = {n: op.replaced_by for n, op in norm.operations.items() if op.deprecated}
         # the body parts the person confirming states (the consent): next steps say so
         self.stated = stated_shapes(norm)
+        # the part of a business case each operation acts on: an answer names a step on a
+        # part the call kept (x-omds-ld keeps) as offered before
+        self.about = {n: op.about for n, op in norm.operations.items() if op.about}
         # calls a second and the burst one caller may make; None: no limit
         self.rate = rate
         self.instance = instance
@@ -755,6 +759,7 @@ class Executor:
             stated=self.stated,
             sent=arguments.get("body"),
             carried=carried,
+            effects=Effects(spec.name, spec.operation.kind, spec.operation.keeps, self.about),
         )
         seen.update(s["@id"] for s in body.get("bc:shape", []) if "@id" in s)
         for iri, shown in condensed.drafts.items():  # the latest last

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from omds_ld.norm.shapes import NodeShape
 
 Kind = Literal["read", "create", "edit", "inquiry"]
+# the parts of a business case an operation may act on or keep (x-omds-ld about, keeps): the
+# draft's components with their attributes (and what is still at the default), its risk
+# objects, its premium
+CASE_PARTS = frozenset({"components", "riskObjects", "premium"})
 _REF = re.compile(r"^#/components/schemas/(?P<name>[^/]+)$")
 
 
@@ -76,6 +80,11 @@ class Operation:
     person_states: str = ""
     mcp_description: str = ""
     mcp_body_description: str = ""
+    # of an operation on a business case (x-omds-ld about, keeps): the part of the case it acts
+    # on, and the parts its answer has as they were before the call (the norm promises it):
+    # an answer says those are "unchanged by this call" instead of repeating them
+    about: str = ""
+    keeps: frozenset[str] = frozenset()
     _validator: SchemaValidator | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -238,6 +247,12 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
                 request_schema = bundle_schema(document, match.group("name"))
                 validator = SchemaValidator(request_schema)
             at_mcp = raw.get("x-omds-ld-mcp") or {}
+            about, keeps = str(extension.get("about", "")), frozenset(extension.get("keeps", ()))
+            if (keeps | ({about} - {""})) - CASE_PARTS:
+                raise ValueError(
+                    f"{raw['operationId']}: about and keeps name parts of a case, one of "
+                    + ", ".join(sorted(CASE_PARTS))
+                )
             yield Operation(
                 operation_id=raw["operationId"],
                 method=method.upper(),
@@ -260,6 +275,8 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
                 person_states=str(at_mcp.get("personStates", "")),
                 mcp_description=str(at_mcp.get("description", "")).strip(),
                 mcp_body_description=str(at_mcp.get("body", "")).strip(),
+                about=about,
+                keeps=keeps,
                 _validator=validator,
             )
 

@@ -9,8 +9,10 @@ compact text, and as ``structuredContent`` matching ``OUTPUT_SCHEMA``.
 One module per part of an answer: ``draft`` (the tree, defaults, risk objects), ``report`` (the
 validation report), ``premium``, ``steps`` (next steps), ``shapes`` (their fields, by
 ``fields``), one reader per answer type (``readers``), what the session was shown before
-(``memory``; a client without a session carries it: ``omds_ld.mcp.seen``), the structured form and where it travels (``form``), all written through one
-``writer``; ``answers`` puts a whole answer together.
+(``memory``; a client without a session carries it: ``omds_ld.mcp.seen``), the structured
+form and where it travels (``form``), all written through one ``writer``; ``answers`` puts a
+whole answer together. What a call could not have changed (the norm's ``x-omds-ld`` keeps, as
+``Effects``) is said to be unchanged by it: an answer is short without any memory.
 """
 
 from omds_ld.mcp.condense.answers import condense, condense_problem
@@ -28,7 +30,7 @@ from omds_ld.mcp.condense.premium import per_period
 from omds_ld.mcp.condense.readers import ANSWER_TYPES, MAX_PRODUCTS, READERS
 from omds_ld.mcp.condense.report import MAX_VIOLATIONS
 from omds_ld.mcp.condense.steps import MAX_NEXT_STEPS
-from omds_ld.mcp.condense.writer import Condensed, Shared, label, local, many
+from omds_ld.mcp.condense.writer import Condensed, Effects, Shared, label, local, many
 
 __all__ = [
     "ANSWER_META",
@@ -42,6 +44,7 @@ __all__ = [
     "STRUCTURED_SCHEMA",
     "SUMMARY_PARTS",
     "Condensed",
+    "Effects",
     "Shared",
     "answer_extension",
     "answer_of",

@@ -4,14 +4,14 @@ error, with what is still admissible."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from omds_ld.mcp.condense.readers import READERS
 from omds_ld.mcp.condense.report import write_validation
 from omds_ld.mcp.condense.shapes import write_shapes
 from omds_ld.mcp.condense.steps import instead, offered_only, write_next_steps
-from omds_ld.mcp.condense.writer import Condensed, Shared, Writer, local, many
+from omds_ld.mcp.condense.writer import Condensed, Effects, Shared, Writer, local, many
 from omds_ld.mcp.seen import Carried
 
 
@@ -32,22 +32,20 @@ def condense(
     sent: Any = None,
     carried: Carried | None = None,
     stated: Mapping[str, str] | None = None,
+    effects: Effects | None = None,
 ) -> Condensed:
     """Condense one answer of the insurer, in the norm's canonical JSON-LD form.
 
-    ``shapes_seen`` names the shapes this session was shown already: they are named, not repeated.
-    ``offered`` names the tools the caller has: next steps to other operations are left out.
-    ``drafts_seen`` (the drafts this session was shown, as ``Condensed.drafts`` gave them): given
-    to an edit's answer, a draft shown the same before is one line.
-    ``step_arguments`` are taken by every next step besides its own (the broker endpoint's
-    ``insurer``); ``shared`` is what the broker endpoint's session was shown at any insurer.
-    ``deprecated`` names the norm's deprecated operations (with what to use instead): a call of
-    one and a next step to one say so. ``stated`` names, per operation, the shape of the body
-    part the person confirming states: a next step says so. ``sent`` is the body of the call answered: a risk object
-    stored with the fields it sent is said to be so, its values not repeated. ``carried`` is
-    the memory a client without a session sent (its last answer's ``seen``): it stands for
-    ``shapes_seen`` and ``drafts_seen``, and the answer's own ``seen`` goes out with its next
-    steps.
+    ``shapes_seen``, ``drafts_seen`` (as ``Condensed.drafts`` gave them): what this session
+    was shown; a shape is named, an edit's draft shown the same is one line. ``offered``: the
+    tools the caller has (steps to others are left out). ``step_arguments``: taken by every
+    step (the broker endpoint's ``insurer``); ``shared``: what a broker session was shown at
+    any insurer. ``deprecated`` and ``stated`` (per operation, the body part the person
+    states): steps say so. ``sent``: the call's body (a risk object stored as sent is not
+    repeated). ``carried``: what a client without a session sent back (``seen``), standing for
+    the session's memory; the answer's own ``seen`` goes out once, structured. ``effects``:
+    what the norm says of the call (x-omds-ld keeps): what it could not have changed is said
+    to be unchanged by it, with or without a memory.
     """
     if carried is not None:
         shapes_seen = carried.shapes_seen
@@ -55,6 +53,8 @@ def condense(
     w = Writer(language)
     w.shared, w.insurer, w.deprecated, w.stated = shared, insurer, deprecated or {}, stated or {}
     w.sent = _sent_risk_objects(sent)
+    w.effects = effects or Effects(operation)
+    w.versioned = carried is not None
     if drafts_seen is not None:
         w.drafts_before, w.name_unchanged = drafts_seen, True
     kind = str(answer.get("@type", ""))
@@ -75,16 +75,63 @@ def condense(
     steps = offered_only(many(answer.get("bc:nextStep")), offered)
     write_next_steps(w, steps, shape_names, given=step_arguments)
     if shapes:
-        open_steps = {i for s in steps if not s.get("bc:body") for i in many(s.get("bc:expects"))}
-        # a shape only steps with a ready body expect needs no field list: the body fills it
-        filled = {s["@id"] for s in shapes if s["@id"] not in open_steps}
-        write_shapes(w, shapes, shapes_seen, filled | ready_fills)
+        _write_expected_shapes(w, steps, shapes, shapes_seen, ready_fills, sent)
     if carried is not None:
         carry(w, carried.after(w.drafts, shape_names))
     w.report_missing()
     w.settle_abbreviation()
     _provenance(w, provenance)
     return Condensed("\n".join(w.lines), w.data, w.drafts)
+
+
+def _write_expected_shapes(
+    w: Writer,
+    steps: Sequence[Mapping[str, Any]],
+    shapes: Sequence[Mapping[str, Any]],
+    seen: Collection[str],
+    ready_fills: Collection[str],
+    sent: Any,
+) -> None:
+    """The shapes the steps expect: whole, or named where the session was shown them or the
+    caller has them without memory (``_kept_shapes``), or left out where a body fills them."""
+    open_steps = {i for s in steps if not s.get("bc:body") for i in many(s.get("bc:expects"))}
+    # a shape only steps with a ready body expect needs no field list: the body fills it
+    filled = {s["@id"] for s in shapes if s["@id"] not in open_steps} | set(ready_fills)
+    kept = {s for s in _kept_shapes(w, steps, shapes, sent) if s not in seen}
+    named = {s["@id"] for s in shapes if s["@id"] in seen or s["@id"] in kept}
+    write_shapes(w, shapes, named, filled)
+    if kept - filled:
+        w.line("Shapes the steps name: as before this call (readShape gives one)")
+
+
+def _kept_shapes(
+    w: Writer,
+    steps: Sequence[Mapping[str, Any]],
+    shapes: Sequence[Mapping[str, Any]],
+    sent: Any,
+) -> set[str]:
+    """The shapes whose fields the caller has without any memory of this session: every step
+    that expects one is to the operation just called (the caller built its body by them), or
+    to an operation on a part of the case the call keeps (the step was offered before the
+    call, with the shape), or the shape is of the body just sent. Reads and creates show every
+    shape whole: they are where a client starts or resumes."""
+    effects = w.effects
+    if effects.kind not in ("edit", "inquiry"):
+        return set()
+    sent_types = {str(t) for t in many(sent.get("@type"))} if isinstance(sent, Mapping) else set()
+    expecting: dict[str, list[str]] = {}
+    for step in steps:
+        for iri in many(step.get("bc:expects")):
+            expecting.setdefault(str(iri), []).append(str(step.get("bc:operation")))
+    kept = set()
+    for shape in shapes:
+        iri = str(shape["@id"])
+        if str(shape.get("sh:targetClass", "")) in sent_types or all(
+            tool == effects.operation or effects.keeps_part_of(tool)
+            for tool in expecting.get(iri, [])
+        ):
+            kept.add(iri)
+    return kept
 
 
 def _sent_risk_objects(body: Any) -> list[dict[str, Any]]:
@@ -187,15 +234,7 @@ def _provenance(w: Writer, provenance: Mapping[str, Any]) -> None:
 
 
 def carry(w: Writer, memory: Carried) -> None:
-    """The answer's ``seen``: among the arguments every next step takes (text and structured),
-    and in the structured answer."""
-    token = memory.token()
-    w.data["seen"] = token
-    steps = w.data.get("nextSteps")
-    if w.steps_heading is None or not steps:
-        return
-    heading = w.lines[w.steps_heading]
-    given = " " if ", each with " in heading else ", each with "
-    w.lines[w.steps_heading] = f"{heading[:-1]}{given}seen={token}:"
-    for step in steps:
-        step["arguments"] = {**step.get("arguments", {}), "seen": token}
+    """The answer's ``seen``, once, in the structured answer (``structuredContent``): a
+    client's memory, for a program to send back with the next call, not for a model to read
+    and copy (the text is short without it: what the call kept is said so)."""
+    w.data["seen"] = memory.token()

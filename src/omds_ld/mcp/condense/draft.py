@@ -9,6 +9,7 @@ from typing import Any
 from omds_ld.mcp.condense.fields import range_data, range_text
 from omds_ld.mcp.condense.memory import (
     DEFAULTS_AS_BEFORE,
+    UNCHANGED_BY_THIS_CALL,
     as_elsewhere,
     digest_of,
     same_as_last,
@@ -124,14 +125,18 @@ def write_draft(w: Writer, draft: Mapping[str, Any], includable: Sequence[str] |
     unchanged = unless_unchanged(w, iri, start, name)
     start = len(w.lines)
     write_defaults(w, draft)
-    if same_as_last(w, f"{iri} defaults", start, DEFAULTS_AS_BEFORE):
+    if same_as_last(w, f"{iri} defaults", start, DEFAULTS_AS_BEFORE) or unchanged:
         if unchanged:  # the line of the unchanged draft says it of its defaults too
             del w.lines[start:]
     else:
         as_elsewhere(w, "defaults", start, "Still at the insurer's default: as for {where}")
     start = len(w.lines)
     whole = write_risk_objects(w, many(draft.get("p:hasRiskObject")))
-    same_as_last(w, f"{iri} risk objects", start, "Risk objects: as before", whole)
+    if not same_as_last(w, f"{iri} risk objects", start, "Risk objects: as before", whole) and (
+        "riskObjects" in w.effects.keeps
+    ):
+        del w.lines[start:]
+        w.line(f"Risk objects: {UNCHANGED_BY_THIS_CALL}")
 
 
 def write_defaults(w: Writer, instance: Mapping[str, Any]) -> None:

@@ -5,11 +5,12 @@ for it (``answer_extension``), and how a client reads it back (``answer_of``).""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from mcp.client.extension import ClientExtension, advertise
+from typing import TYPE_CHECKING, Any
 
 from omds_ld.mcp.scope import PRECISION_SCHEMA
+
+if TYPE_CHECKING:
+    from mcp.client.extension import ClientExtension
 
 _OBJECT = {"type": "object"}
 _ARRAY = {"type": "array"}
@@ -116,7 +117,10 @@ def summary_of(structured: Mapping[str, Any]) -> dict[str, Any]:
 
 def answer_extension() -> ClientExtension:
     """For the SDK's ``Client(extensions=[...])``: the client declares the extension of the whole
-    structured answer, and its tool results carry it in ``_meta`` (``answer_of`` reads it)."""
+    structured answer, and its tool results carry it in ``_meta`` (``answer_of`` reads it).
+    The SDK's client side is imported here: a server never loads it."""
+    from mcp.client.extension import advertise
+
     return advertise(ANSWER_META)
 
 

@@ -55,14 +55,25 @@ def as_elsewhere(w: Writer, kind: str, start: int, instead: str) -> None:
         w.line(instead.format(where=where))
 
 
+UNCHANGED_BY_THIS_CALL = "unchanged by this call"
+
+
 def unless_unchanged(w: Writer, iri: str, start: int, name: str) -> bool:
     """The draft's tree from ``start`` stays unless this session was shown the same tree
     before (of this case, or in a broker session of another insurer's) and this is an edit's
-    answer: then one line says so. True where the case's last answer showed it the same."""
+    answer, or the call keeps it (the norm says it cannot change it): then one line says so.
+    True where the case's last answer showed it the same or the call kept it. Without a
+    session, the draft's head says its version, which the line of a kept one repeats."""
+    if w.versioned:
+        w.lines[start - 1] += f" (version {digest_of(w.lines[start:])})"
     head = w.lines[start - 1]
     unchanged = f"{head}: unchanged since the last answer"
     if same_as_last(w, iri, start, unchanged):
         del w.lines[start - 1]
+        return True
+    if "components" in w.effects.keeps:
+        del w.lines[start - 1 :]
+        w.line(f"{head}: {UNCHANGED_BY_THIS_CALL}")
         return True
     digest = w.drafts[iri]
     if w.name_unchanged and w.shared is not None:

@@ -35,7 +35,6 @@ def write_next_steps(
         else {}
     )
     shared = " ".join(f"{k}={v}" for k, v in common.items())
-    w.steps_heading = len(w.lines)
     w.line(f"{heading}{f', each with {shared}' if shared else ''}:")
     out = []
     lines: list[str | Plain] = []
@@ -130,6 +129,14 @@ def step_lines(w: Writer, texts: list[str]) -> None:
     again = [t for t, d in zip(texts, digests, strict=True) if d in before]
     if len(again) < 2:
         again = []
+    # without a memory: the steps on a part of the case the call kept were offered before it
+    kept = [
+        t
+        for t in texts
+        if t not in again and all(w.effects.keeps_part_of(tool) for tool in _tools_of(t))
+    ]
+    if len(kept) < 2:
+        kept = []
     # in a broker session: lines shown the same (below its ~) for another insurer
     elsewhere: list[str] = []
     where = None
@@ -142,12 +149,21 @@ def step_lines(w: Writer, texts: list[str]) -> None:
         if len(elsewhere) < 2:
             elsewhere = []
     for text in texts:
-        if text not in again and text not in elsewhere:
+        if text not in again and text not in elsewhere and text not in kept:
             w.line(text, 1)
-    for named, heading in ((again, "as before"), (elsewhere, f"as for {where}")):
+    for named, heading in (
+        (again, "as before"),
+        (kept, "as before this call"),
+        (elsewhere, f"as for {where}"),
+    ):
         if named:
-            tools = dict.fromkeys(t.split(" · ", 1)[0] for t in named)
+            tools = dict.fromkeys(tool for t in named for tool in _tools_of(t))
             w.line(f"{heading}: {', '.join(tools)}", 1)
+
+
+def _tools_of(text: str) -> list[str]:
+    """The tools a step's line names (a line of plain steps may name several)."""
+    return text.split(" · ", 1)[0].split(", ")
 
 
 @dataclass

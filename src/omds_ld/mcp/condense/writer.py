@@ -51,6 +51,23 @@ def local(iri: str) -> str:
     return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
 
 
+@dataclass(frozen=True)
+class Effects:
+    """What the norm says of the call answered (x-omds-ld kind, about, keeps): its operation
+    and kind, the parts of the business case it keeps as they were, and the part each
+    operation acts on."""
+
+    operation: str = ""
+    kind: str = "read"
+    keeps: frozenset[str] = frozenset()
+    about: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def keeps_part_of(self, operation: str) -> bool:
+        """Whether a step to ``operation`` acts on a part this call kept (so it was offered
+        before the call, the same)."""
+        return self.about.get(operation, "") in self.keeps
+
+
 @dataclass
 class Shared:
     """What one session of the broker endpoint was shown at any of its insurers, by content: a
@@ -83,7 +100,6 @@ class Writer:
         self.name_unchanged = False
         self.drafts: dict[str, str] = {}
         self.shared: Shared | None = None  # a broker session's memory across its insurers
-        self.steps_heading: int | None = None  # the line that says what every next step takes
         # the risk objects the call sent (its body, or an inquiry's instance's): one stored
         # with the same fields is not written out again
         self.sent: list[dict[str, Any]] = []
@@ -93,6 +109,11 @@ class Writer:
         # the shape of each operation's body part that the person using the client states
         # (the model sends only what it was told of it)
         self.stated: Mapping[str, str] = {}
+        # what the call could not change, as the norm says
+        self.effects = Effects()
+        # a client without a session: a draft shown whole says its version, which a later
+        # answer that keeps it names
+        self.versioned = False
 
     def abbreviate_below(self, base: str) -> None:
         """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from omds_ld.cli import build_parser
+from omds_ld.commands import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

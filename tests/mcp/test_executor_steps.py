@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from omds_ld.auth.upstream import UpstreamTokenError
+from omds_ld.auth.identity import UpstreamTokenError
 from omds_ld.mcp.catalogue import tools
 from omds_ld.mcp.condense import answer_of
 from omds_ld.mcp.executor import Executor, Instance, Refusal, _Request

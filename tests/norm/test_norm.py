@@ -67,6 +67,24 @@ def test_an_edit_of_a_case_says_what_it_acts_on_and_what_it_keeps() -> None:
         Norm(document)
 
 
+def test_the_part_the_person_states_names_the_shape_that_targets_its_type() -> None:
+    """x-omds-ld-mcp personStatesShape (what an MCP server names as the person's, without
+    loading the shapes) is the norm's shape of the part's @type, as shapes.ttl has it."""
+    from omds_ld.norm.jsonld import expand_curie
+
+    stated = [op for op in NORM.operations.values() if op.person_states]
+    assert [op.operation_id for op in stated] == ["createApplication"]
+    for operation in stated:
+        schema = operation.request_schema
+        assert schema is not None
+        defs = schema["$defs"]
+        root = defs[str(schema["$ref"]).rsplit("/", 1)[-1]]
+        part = defs[str(root["properties"][operation.person_states]["$ref"]).rsplit("/", 1)[-1]]
+        target = expand_curie(part["properties"]["@type"]["const"])
+        targeting = [s.iri for s in NORM.shapes.values() if s.target_class == target]
+        assert targeting == [operation.person_states_shape], (targeting, operation)
+
+
 def test_request_schemas_are_self_contained_even_with_cycles() -> None:
     schema = NORM.operation("inquireTariff").request_schema
     assert schema is not None

@@ -46,7 +46,7 @@ def test_every_example_of_the_help_is_a_command_line_the_cli_takes() -> None:
     import re
     import shlex
 
-    from omds_ld.cli import EXAMPLES, build_parser
+    from omds_ld.commands import EXAMPLES, build_parser
 
     parser = build_parser()
     lines = []

@@ -12,11 +12,10 @@ from urllib.parse import urlsplit
 
 from joserfc.jwk import KeySet
 
-from omds_ld.auth.tokens import READ, WRITE, Identity, TokenRefused, check, key_id
+from omds_ld.auth.identity import READ, WRITE, Identity, TokenRefused
+from omds_ld.auth.tokens import check, key_id
 
 PROBLEMS = "https://w3id.org/omds-ld/problems/"
-IDENTITY = "omds_ld.identity"  # where a request's checked identity is kept (ASGI scope["state"])
-TOKEN = "omds_ld.token"  # and the token it came with: for the token exchange, never logged
 
 
 class KeySource(Protocol):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -18,41 +17,23 @@ from joserfc import jws, jwt
 from joserfc.errors import ExpiredTokenError, JoseError
 from joserfc.jwk import KeySet
 
-READ = "omds-ld.read"
-WRITE = "omds-ld.write"
-SCOPES = (READ, WRITE)
-ALGORITHM = "ES256"
-TOKEN_TYPE = "at+jwt"  # RFC 9068: an access token, never an ID token taken for one
-TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
-ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
-LEEWAY_SECONDS = 30  # clock skew tolerated between the authorization server and a resource
+from omds_ld.auth.identity import (
+    ACCESS_TOKEN_TYPE,
+    ALGORITHM,
+    LEEWAY_SECONDS,
+    READ,
+    SCOPES,
+    TOKEN_EXCHANGE,
+    TOKEN_TYPE,
+    WRITE,
+    Identity,
+    TokenRefused,
+)
 
-
-@dataclass(frozen=True)
-class Identity:
-    """Who a valid token speaks for, and what it allows."""
-
-    subject: str  # the broker (or, for a software house's client without one, the client)
-    client_id: str
-    audience: str
-    scopes: frozenset[str]
-    expires: float
-    token_id: str = ""
-    actor: str | None = None  # RFC 8693 ``act``: who exchanged the token for the subject
-    name: str = ""  # how the authorization server calls the subject (a display name)
-    grant: str = ""  # ``sid``: the grant the token came from (a code and its refresh tokens)
-
-    def allows(self, scope: str) -> bool:
-        return scope in self.scopes
-
-
-class TokenRefused(Exception):
-    """A token that must not be accepted; ``reason`` is the RFC 6750 error code."""
-
-    def __init__(self, description: str, reason: str = "invalid_token") -> None:
-        super().__init__(description)
-        self.description = description
-        self.reason = reason
+__all__ = [
+    "ACCESS_TOKEN_TYPE", "ALGORITHM", "LEEWAY_SECONDS", "READ", "SCOPES", "TOKEN_EXCHANGE",
+    "TOKEN_TYPE", "WRITE", "Identity", "RemoteKeys", "TokenRefused", "check", "issue", "key_id",
+]  # fmt: skip
 
 
 def issue(private_key: Any, claims: Mapping[str, Any]) -> str:

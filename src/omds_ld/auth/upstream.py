@@ -21,14 +21,10 @@ from dataclasses import dataclass
 
 import httpx
 
-from omds_ld.auth.tokens import ACCESS_TOKEN_TYPE, SCOPES, TOKEN_EXCHANGE
+from omds_ld.auth.identity import ACCESS_TOKEN_TYPE, SCOPES, TOKEN_EXCHANGE, UpstreamTokenError
 
 RENEW_BEFORE_SECONDS = 30  # a token is renewed this long before it expires
 MAX_KEPT = 10_000  # exchanged tokens kept (one per broker token and insurer)
-
-
-class UpstreamTokenError(Exception):
-    """The insurer's authorization server did not give a token; the detail says why."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from omds_ld import __version__, metrics
-from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
 from omds_ld.mcp.config import AuthConfig, HttpConfig, InstanceConfig, McpConfig
 from omds_ld.mcp.connector import Connector, ConnectorSettings
 from omds_ld.mcp.executor import Instance
@@ -20,7 +19,7 @@ from omds_ld.mcp.state import StateStore
 from omds_ld.mcp.transport import Transport
 from omds_ld.mcp.upstream import Upstream
 from omds_ld.norm import Norm
-from omds_ld.norm.receipt import Signer, load_private_key, new_key
+from omds_ld.norm.receipt import Signer, load_private_key
 from omds_ld.settings import ConfigError
 
 if TYPE_CHECKING:
@@ -78,7 +77,9 @@ def _connector(
     receipts: Signer | None = None,
 ) -> Connector:
     tokens = None
-    if config.auth.upstream:
+    if config.auth.upstream:  # only then are the token exchange's libraries loaded
+        from omds_ld.auth.upstream import ClientSecret, UpstreamTokens
+
         tokens = UpstreamTokens(
             ClientSecret(config.auth.token_url, config.auth.client_id, config.auth.client_secret),
             resource=instance.api.rstrip("/"),
@@ -152,10 +153,16 @@ def receipt_signer(config: McpConfig) -> Signer:
             return Signer(load_private_key(config.receipt_key.read_text("utf-8")), issuer)
         except (OSError, ValueError) as error:
             raise ConfigError(f"--receipt-key {config.receipt_key}: {error}") from None
-    signer = Signer(new_key(), issuer)
     log.warning(
-        "no --receipt-key: receipts are signed with a key of this process only; an insurer "
-        "verifies them only with its public key: %s",
+        "no --receipt-key: receipts are signed with a key of this process only, made at the "
+        "first binding call (its public key is logged then; an insurer verifies them only with "
+        "it)"
+    )
+    return Signer(None, issuer, made=_log_public_key)
+
+
+def _log_public_key(signer: Signer) -> None:
+    log.warning(
+        "the receipts of this process are signed with this key: %s",
         json.dumps(signer.public_jwks()),
     )
-    return signer

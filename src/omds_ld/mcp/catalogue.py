@@ -10,7 +10,6 @@ from typing import Any
 
 from omds_ld.mcp.seen import MAX_TOKEN_LENGTH
 from omds_ld.norm import Norm, Operation
-from omds_ld.norm.jsonld import expand_curie
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 # in a tool's _meta (never shown to a model): the operation it calls, whether it is deprecated;
@@ -271,24 +270,12 @@ def tools(norm: Norm, draft_at_server: bool | None) -> list[ToolSpec]:
 
 def stated_shapes(norm: Norm) -> dict[str, str]:
     """For each operation whose body has a part the person using the client states, the shape
-    of that part (the shape targeting its ``@type``): a next step names it as the person's."""
-    found: dict[str, str] = {}
-    for name, operation in norm.operations.items():
-        schema = operation.request_schema
-        if not operation.person_states or schema is None:
-            continue
-        defs = schema.get("$defs", {})
-        root = defs.get(str(schema["$ref"]).rsplit("/", 1)[-1], {})
-        part = root.get("properties", {}).get(operation.person_states, {})
-        node = defs.get(str(part.get("$ref", "")).rsplit("/", 1)[-1], {})
-        kind = node.get("properties", {}).get("@type", {}).get("const")
-        target = expand_curie(str(kind)) if kind else None
-        shape = next(
-            (s.iri for s in norm.shapes.values() if target and s.target_class == target), None
-        )
-        if shape is not None:
-            found[name] = shape
-    return found
+    of that part (x-omds-ld-mcp personStatesShape): a next step names it as the person's."""
+    return {
+        name: operation.person_states_shape
+        for name, operation in norm.operations.items()
+        if operation.person_states and operation.person_states_shape
+    }
 
 
 def by_name(specs: Iterable[ToolSpec]) -> dict[str, ToolSpec]:

@@ -12,7 +12,7 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.connection import Connection
@@ -22,12 +22,9 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.requests import Request
 
 from omds_ld import __version__
-from omds_ld.auth.resource import IDENTITY, TOKEN
-from omds_ld.auth.tokens import Identity
-from omds_ld.auth.upstream import UpstreamTokenError
+from omds_ld.auth.identity import IDENTITY, TOKEN, Identity, UpstreamTokenError
 from omds_ld.mcp.catalogue import (
     DEPRECATED_META,
     NORM_META,
@@ -66,6 +63,9 @@ from omds_ld.mcp.upstream import CALLER, Caller, Upstream
 from omds_ld.norm import Norm
 from omds_ld.norm.jsonld import NotJsonLd, canonical
 from omds_ld.norm.receipt import Signer
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
 
 log = logging.getLogger("omds_ld.mcp")
 
@@ -424,13 +424,14 @@ class Connector:
         return int(self.refresh_seconds * 1000) if self.draft_at_server is not None else 0
 
     async def list_tools_for(self, ctx: ServerRequestContext[Any]) -> list[types.Tool]:
-        """The tools offered now, for a request (its session is told when they change)."""
-        self._remember(ctx)
+        """The tools offered now, for a request (its session is told when they change after
+        this answer: a change the answer has already is not announced to it)."""
         caller = CALLER.set(self._caller(ctx))
         try:
             await self.refresh(force=self.draft_at_server is None)
         finally:
             CALLER.reset(caller)
+        self._remember(ctx)
         self.learn_in_background()
         return self.tool_list(variant_asked(ctx) or self.schemas)
 
@@ -453,7 +454,6 @@ class Connector:
     async def _call(
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        self._remember(ctx)
         session = session_id(ctx) or self._stdio_session(ctx)
         if self.draft_at_server is None:
             await self.refresh(force=True)  # the call's one wait for the insurer
@@ -464,6 +464,7 @@ class Connector:
                 )
         else:
             self._refresh_in_background()
+        self._remember(ctx)  # told of a change from now on (not of one this call brought)
         specs = self.specs
         spec = specs.get(params.name)
         if spec is None:

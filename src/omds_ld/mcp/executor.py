@@ -19,7 +19,7 @@ from urllib.parse import quote
 import mcp_types as types
 from opentelemetry.trace import get_current_span
 
-from omds_ld.auth.upstream import UpstreamTokenError
+from omds_ld.auth.identity import UpstreamTokenError
 from omds_ld.mcp.catalogue import ToolSpec, stated_shapes
 from omds_ld.mcp.condense import (
     ANSWER_META,

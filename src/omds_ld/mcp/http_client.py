@@ -8,13 +8,14 @@ process (``transport.AsgiTransport``) and never pays for it.
 
 from __future__ import annotations
 
+import os
+import ssl
 import urllib.request
 import zlib
 from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-import httpx
 from aiohttp.client import IDEMPOTENT_METHODS
 from yarl import URL
 
@@ -39,7 +40,8 @@ class HttpTransport:
     """The insurer's interface at a URL, over kept-alive HTTP/1.1 connections (aiohttp).
 
     It trusts the certificates httpx trusts (certifi's, or those of ``SSL_CERT_FILE`` /
-    ``SSL_CERT_DIR``) and uses the proxy the environment names for the insurer's host. The
+    ``SSL_CERT_DIR``), read at the first HTTPS call (an insurer over plain HTTP never loads
+    them), and uses the proxy the environment names for the insurer's host. The
     timeout holds for the whole call (a free connection, connecting, the whole answer), so an
     insurer that trickles its head or drips its answer cannot hold a call past it; redirects are
     answers, not followed. The answer may come gzip-compressed (asked for: insurers are reached
@@ -52,7 +54,7 @@ class HttpTransport:
 
     def __init__(self, timeout: float, user_agent: str = "omds-ld") -> None:
         self.timeout = timeout
-        self.ssl_context = httpx.create_ssl_context()
+        self._trusted: ssl.SSLContext | None = None  # made at the first HTTPS call
         self.defaults = {"user-agent": user_agent, "accept-encoding": "gzip"}
         self.proxies: dict[tuple[str, str], tuple[Any, Any]] = {}  # by (scheme, host:port)
         self._session: Any = None  # aiohttp's, made in the loop that first uses it
@@ -60,7 +62,7 @@ class HttpTransport:
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(
-                limit=0, limit_per_host=100, keepalive_timeout=4, ssl=self.ssl_context
+                limit=0, limit_per_host=100, keepalive_timeout=4
             )  # at most 100 connections to one insurer; an idle one given up after 4 s, before
             # the shortest common server default (uvicorn's and Node's 5 s) closes it under us
             self._session = aiohttp.ClientSession(
@@ -76,6 +78,21 @@ class HttpTransport:
             )
         session: aiohttp.ClientSession = self._session
         return session
+
+    def trusted(self) -> ssl.SSLContext:
+        """The certificates an HTTPS insurer is checked against, as httpx has them:
+        ``SSL_CERT_FILE`` or ``SSL_CERT_DIR`` where the environment names them, else certifi's
+        bundle (loading it takes tens of milliseconds: only where an insurer speaks HTTPS)."""
+        if self._trusted is None:
+            if os.environ.get("SSL_CERT_FILE"):
+                self._trusted = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+            elif os.environ.get("SSL_CERT_DIR"):
+                self._trusted = ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
+            else:
+                import certifi
+
+                self._trusted = ssl.create_default_context(cafile=certifi.where())
+        return self._trusted
 
     def _proxy(self, url: URL) -> tuple[Any, Any]:
         """The proxy the environment names for ``url`` and the headers with its credentials
@@ -167,7 +184,7 @@ class HttpTransport:
     ) -> RawAnswer:  # fmt: skip
         answer = await self.session().request(
             method, url, headers=headers, data=content, proxy=proxy, proxy_headers=proxy_headers,
-            allow_redirects=False,
+            allow_redirects=False, ssl=self.trusted() if url.scheme == "https" else True,
         )  # fmt: skip
         whole = False
         try:

@@ -31,8 +31,9 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Receive, Scope, Send
 
 from omds_ld import jsonwire, metrics
-from omds_ld.auth.resource import IDENTITY, TOKEN, KeySource, Refusal, ResourceGuard
-from omds_ld.auth.tokens import Identity, RemoteKeys
+from omds_ld.auth.identity import IDENTITY, TOKEN, Identity
+from omds_ld.auth.resource import KeySource, Refusal, ResourceGuard
+from omds_ld.auth.tokens import RemoteKeys
 from omds_ld.hosts import Allowlist
 from omds_ld.mcp import hibernation
 from omds_ld.mcp.assembly import build_connectors, http_transport, public_base, receipt_signer

@@ -78,6 +78,7 @@ class Operation:
     # states (the model sends only what it was told of it), with the description and the body's
     # line a model reads
     person_states: str = ""
+    person_states_shape: str = ""  # the shape of that part (an IRI)
     mcp_description: str = ""
     mcp_body_description: str = ""
     # of an operation on a business case (x-omds-ld about, keeps): the part of the case it acts
@@ -273,6 +274,7 @@ def _operations(document: Mapping[str, Any]) -> Iterator[Operation]:
                 replaced_by=str(extension.get("replacedBy", "")),
                 deprecated_fields=_deprecated_fields(document, raw, parameters, request_schema),
                 person_states=str(at_mcp.get("personStates", "")),
+                person_states_shape=str(at_mcp.get("personStatesShape", "")),
                 mcp_description=str(at_mcp.get("description", "")).strip(),
                 mcp_body_description=str(at_mcp.get("body", "")).strip(),
                 about=about,

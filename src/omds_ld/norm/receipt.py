@@ -21,12 +21,11 @@ import hashlib
 import json
 import secrets
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from joserfc import jwt
-from joserfc.errors import JoseError
-from joserfc.jwk import ECKey, KeySet
+if TYPE_CHECKING:  # joserfc is loaded where a receipt is signed or checked, not at a start
+    from joserfc.jwk import ECKey, KeySet
 
 RECEIPT_TYPE = "omds-ld-receipt+jwt"
 ALGORITHM = "ES256"
@@ -86,6 +85,8 @@ def sign(
         "application": application_digest(application),
     }
     header = {"alg": ALGORITHM, "kid": key.kid, "typ": RECEIPT_TYPE}
+    from joserfc import jwt
+
     return jwt.encode(header, claims, key, algorithms=[ALGORITHM])
 
 
@@ -104,9 +105,11 @@ def verify(
     to know (its ``jti``)."""
     if not isinstance(receipt, str) or not receipt:
         raise ReceiptRefused("the consent's confirmation carries no receipt (bc:receipt)")
+    from joserfc import errors, jwt
+
     try:
         decoded = jwt.decode(receipt, keys, algorithms=[ALGORITHM])
-    except (JoseError, ValueError) as error:
+    except (errors.JoseError, ValueError) as error:
         raise ReceiptRefused(
             f"the receipt does not verify with a key this insurer trusts ({type(error).__name__})"
         ) from None
@@ -149,11 +152,27 @@ _WHAT = {
 
 
 class Signer:
-    """Signs the receipts of one MCP server (or hosting) with one key, as ``issuer``."""
+    """Signs the receipts of one MCP server (or hosting) with one key, as ``issuer``. Without a
+    key given, one of this process is made at the first receipt (``made`` is told, with the
+    signer: its public key is what an insurer would be given)."""
 
-    def __init__(self, key: ECKey, issuer: str) -> None:
-        self.key = key
+    def __init__(
+        self,
+        key: ECKey | None,
+        issuer: str,
+        made: Callable[[Signer], None] | None = None,
+    ) -> None:
+        self._key = key
         self.issuer = issuer
+        self._made = made
+
+    @property
+    def key(self) -> ECKey:
+        if self._key is None:
+            self._key = new_key()
+            if self._made is not None:
+                self._made(self)
+        return self._key
 
     def __call__(
         self,
@@ -175,12 +194,17 @@ class Signer:
 def new_key() -> ECKey:
     """A new receipt key (P-256), named by its thumbprint (RFC 7638): the same id whether it is
     read back from a PEM or a JWK."""
+    from joserfc.jwk import ECKey
+
     key = ECKey.generate_key("P-256", parameters={"use": "sig", "alg": ALGORITHM})
     return ECKey.import_key(key.as_dict(private=True), {"kid": key.thumbprint()})
 
 
 def load_private_key(text: str) -> ECKey:
     """A receipt key from a PEM or a JWK (JSON) text; ValueError if it is neither."""
+    from joserfc.errors import JoseError
+    from joserfc.jwk import ECKey
+
     try:
         if text.lstrip().startswith("{"):
             key = ECKey.import_key(json.loads(text))
@@ -197,6 +221,9 @@ def load_private_key(text: str) -> ECKey:
 
 def load_key_set(text: str) -> KeySet:
     """Trusted receipt keys from a JWKS (JSON) text; ValueError if it is none."""
+    from joserfc.errors import JoseError
+    from joserfc.jwk import KeySet
+
     try:
         return KeySet.import_key_set(json.loads(text))
     except (JoseError, ValueError, TypeError, KeyError) as error:

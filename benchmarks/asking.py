@@ -14,7 +14,6 @@ Run: ``.venv/bin/python benchmarks/asking.py [--calls N] [--rounds N]`` (Linux: 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -28,15 +27,10 @@ import httpx  # noqa: E402
 
 from tests.insurer.test_flows import SKODA  # noqa: E402
 from tests.mcp.test_direct_answers import Session, Sessionless  # noqa: E402
-from tests.servers import ExampleServer  # noqa: E402
+from tests.servers import ExampleServer, cpu_seconds  # noqa: E402
 
 PRODUCT = "https://pfefferminzia.example/products/kraftfahrt-2025"
 ASKING = {"elicitation": {"form": {}}}
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from mcp import Client  # noqa: E402
 from omds_ld.mcp.condense import ANSWER_META, answer_extension, answer_of  # noqa: E402
 from tests.insurer.test_flows import SKODA  # noqa: E402
 from tests.mcp.test_http import HEADERS, INITIALIZE  # noqa: E402
-from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
+from tests.servers import ExampleServer, McpServer, cpu_seconds, free_port  # noqa: E402
 
 ERAS = {"session": "legacy", "sessionless": "2026-07-28", "light generator": "light"}
 
@@ -48,12 +47,6 @@ def rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
-
-
-def cpu_seconds(pid: int) -> float:
-    """The process's CPU time so far (user and system), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _step(result: Any, tool: str) -> dict[str, Any]:

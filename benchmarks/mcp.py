@@ -8,7 +8,9 @@ interface. Then prints:
 - for the example flows, each answer's size: our condensed text against the insurer's full
   JSON-LD answer (and what FastMCP hands the model), in bytes and tokens;
 - p50 latency per tool call over Streamable HTTP, ours and FastMCP's, against a direct HTTP call
-  to the insurer for the same operation, and what the MCP layer adds;
+  to the insurer for the same operation, and what the MCP layer adds; the same for the CPU a
+  call costs the processes it runs in (the MCP server's and the interface's), so that what our
+  MCP layer adds stands against what FastMCP's adds;
 - with authorization: the same calls with a broker's access token (checked on every request,
   exchanged for the insurer's token, which the insurer checks) against the same calls without,
   interleaved on the same server, and what a token's first exchange costs;
@@ -46,7 +48,7 @@ from mcp import Client  # noqa: E402
 
 from omds_ld.mcp.condense import answer_extension, answer_of  # noqa: E402
 from tests.insurer.test_flows import FLAT, SKODA  # noqa: E402
-from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
+from tests.servers import ExampleServer, McpServer, cpu_seconds, free_port  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))  # after the mcp package
 from peers import peer_answer, start_peer, wait_started  # noqa: E402
@@ -215,6 +217,33 @@ async def p50s(calls: list[Callable[[], Awaitable[Any]]], count: int) -> list[fl
     return [statistics.median(s) for s in samples]
 
 
+# the processes each arm's calls run in (the direct call: the interface's, serve's), by label
+Pids = dict[str, list[int]]
+
+
+async def cpu_per_call(
+    calls: list[Callable[[], Awaitable[Any]]], arms: list[str], pids: Pids, count: int
+) -> list[float]:
+    """CPU ms per call of each arm, the direct call first: the CPU time of the processes the
+    arm runs in (its MCP server and the interface) over ``count`` calls of it in a row."""
+    figures = []
+    for call, arm in zip(calls, ["direct", *arms], strict=True):
+        for _ in range(5):
+            await call()
+        before = sum(cpu_seconds(pid) for pid in pids[arm])
+        for _ in range(count):
+            await call()
+        figures.append((sum(cpu_seconds(pid) for pid in pids[arm]) - before) * 1000 / count)
+    return figures
+
+
+async def measured(
+    calls: list[Callable[[], Awaitable[Any]]], arms: list[str], pids: Pids, count: int
+) -> tuple[list[float], list[float]]:
+    """Each call's p50 (interleaved) and CPU per call (in a row)."""
+    return await p50s(calls, count), await cpu_per_call(calls, arms, pids, count)
+
+
 # The ways to the same insurer that are timed: a label, an MCP client, the case it works on.
 Arm = tuple[str, Client, str]
 ARMS = (
@@ -224,14 +253,16 @@ ARMS = (
     "serve+whole",  # serve, to a client that declared the whole structured answer (a program)
     "FastMCP",  # FastMCP.from_openapi: a process of its own, over HTTP to the interface
 )
-Row = tuple[str, list[float]]  # operation; p50 of the direct call, then of each arm
+# operation; p50 of the direct call, then of each arm; the same for CPU per call
+Row = tuple[str, list[float], list[float]]
 
 
 async def draft_latency(
-    direct: httpx.AsyncClient, api: str, arms: list[Arm], count: int
+    direct: httpx.AsyncClient, api: str, arms: list[Arm], pids: Pids, count: int
 ) -> list[Row]:
     case = arms[0][2]
     product = {"productId": "kraftfahrt-2025"}
+    labels = [label for label, _, _ in arms]
 
     def tool(name: str, arguments: Callable[[str], dict[str, Any]]) -> list[Any]:
         return [
@@ -244,30 +275,35 @@ async def draft_latency(
     def by_product(_: str) -> dict[str, Any]:
         return product
 
-    read = await p50s(
+    read = await measured(
         [lambda: direct.get(f"{api}/calculations/{case}"), *tool("readCalculation", by_case)],
-        count,
-    )
-    premium = await p50s(
+        labels, pids, count,
+    )  # fmt: skip
+    premium = await measured(
         [
             lambda: direct.post(f"{api}/calculations/{case}/premium"),
             *tool("calculatePremium", by_case),
         ],
-        count,
-    )
-    cached = await p50s(
+        labels, pids, count,
+    )  # fmt: skip
+    cached = await measured(
         [lambda: direct.get(f"{api}/products/kraftfahrt-2025"), *tool("readProduct", by_product)],
-        count,
-    )
+        labels, pids, count,
+    )  # fmt: skip
     return [
-        ("readCalculation", read),
-        ("calculatePremium", premium),
-        ("readProduct (cached read)", cached),
+        ("readCalculation", *read),
+        ("calculatePremium", *premium),
+        ("readProduct (cached read)", *cached),
     ]
 
 
 async def inquiry_latency(
-    direct: httpx.AsyncClient, api: str, arms: list[Arm], bodies: dict[str, Any], count: int
+    direct: httpx.AsyncClient,
+    api: str,
+    arms: list[Arm],
+    bodies: dict[str, Any],
+    pids: Pids,
+    count: int,
 ) -> list[Row]:
     calls: list[Callable[[], Awaitable[Any]]] = [
         lambda: direct.post(f"{api}/tariff-inquiries", json=bodies["ours"])
@@ -275,11 +311,16 @@ async def inquiry_latency(
     for label, client, _ in arms:
         arguments = bodies["peer"] if label == "FastMCP" else {"body": bodies["ours"]}
         calls.append(lambda c=client, a=arguments: c.call_tool("inquireTariff", a))
-    return [("inquireTariff (disrupto)", await p50s(calls, count))]
+    labels = [label for label, _, _ in arms]
+    return [("inquireTariff (disrupto)", *await measured(calls, labels, pids, count))]
 
 
 async def measure(
-    server: ExampleServer, peers: dict[str, str], standalone: McpServer, count: int
+    server: ExampleServer,
+    peers: dict[str, str],
+    standalone: McpServer,
+    count: int,
+    peer_pids: dict[str, int],
 ) -> None:
     record = Recorder()
     lists: dict[str, tuple[str, str]] = {}
@@ -300,12 +341,19 @@ async def measure(
                 lists[name] = (tool_list_text(our_tools), tool_list_text(peer_tools))
                 shown[name] = (shown_text(our_tools), shown_text(peer_tools))
                 api = server.api(name)
+                assert server.process is not None and standalone.process is not None
+                interface = server.process.pid  # serve: the interfaces and our MCP servers
+                pids = {
+                    "direct": [interface], "serve": [interface], "sessionless": [interface],
+                    "serve+whole": [interface], "standalone": [standalone.process.pid, interface],
+                    "FastMCP": [peer_pids[name], interface],
+                }  # fmt: skip
                 if name == "disrupto":
                     bodies = await inquiry_flow(name, ours, peer, record)
                     arms = [("serve", host, ""), ("sessionless", modern, ""),
                             ("standalone", apart, ""), ("serve+whole", ours, ""),
                             ("FastMCP", peer, "")]  # fmt: skip
-                    latency += await inquiry_latency(direct, api, arms, bodies, count)
+                    latency += await inquiry_latency(direct, api, arms, bodies, pids, count)
                     continue
                 risk = SKODA if name == "pfefferminzia" else FLAT
                 cases = await draft_flow(name, ours, peer, record, risk, direct, api)
@@ -313,7 +361,7 @@ async def measure(
                     arms = [("serve", host, cases["ours"]), ("sessionless", modern, cases["ours"]),
                             ("standalone", apart, cases["ours"]), ("serve+whole", ours, cases["ours"]),
                             ("FastMCP", peer, cases["peer"])]  # fmt: skip
-                    latency += await draft_latency(direct, api, arms, count)
+                    latency += await draft_latency(direct, api, arms, pids, count)
 
     for heading, texts in (
         ("tools/list, whole (bytes / cl100k tokens)", lists),
@@ -354,8 +402,20 @@ async def measure(
         print(f"  FastMCP refused: {failure}")
     print(f"p50 latency per call over Streamable HTTP, {count} calls each (ms)")
     print(f"  {'operation':<27} {'direct':>7}" + "".join(f" {arm:>11}" for arm in ARMS))
-    for label, figures in latency:
+    for label, figures, _ in latency:
         direct_ms, arms_ms = figures[0], figures[1:]
+        print(f"  {label:<27} {direct_ms:>7.2f}" + "".join(f" {ms:>11.2f}" for ms in arms_ms))
+        print(f"  {'  adds':<27} {'':>7}" + "".join(f" {ms - direct_ms:>+11.2f}" for ms in arms_ms))
+        peer_adds = arms_ms[-1] - direct_ms
+        print(
+            f"  {'  adds / FastMCP adds':<27} {'':>7}"
+            + "".join(f" {(ms - direct_ms) / peer_adds:>11.2f}" for ms in arms_ms)
+        )
+    print(f"CPU per call, {count} calls of each in a row: the MCP server's process and the "
+          "interface's (ms)")  # fmt: skip
+    print(f"  {'operation':<27} {'direct':>7}" + "".join(f" {arm:>11}" for arm in ARMS))
+    for label, _, cpu in latency:
+        direct_ms, arms_ms = cpu[0], cpu[1:]
         print(f"  {label:<27} {direct_ms:>7.2f}" + "".join(f" {ms:>11.2f}" for ms in arms_ms))
         print(f"  {'  adds':<27} {'':>7}" + "".join(f" {ms - direct_ms:>+11.2f}" for ms in arms_ms))
         peer_adds = arms_ms[-1] - direct_ms
@@ -374,7 +434,7 @@ async def measure(
     ours_list = sum(len(o) for o, _ in lists.values())
     peer_list = sum(len(p) for _, p in lists.values())
     added = {
-        arm: [figures[i + 1] - figures[0] for _, figures in latency]
+        arm: [figures[i + 1] - figures[0] for _, figures, _ in latency]
         for i, arm in enumerate(ARMS)
         if arm != "FastMCP"
     }
@@ -413,12 +473,20 @@ async def measure(
     for arm, goal in (("serve", 0.25), ("standalone", 0.4)):
         index = ARMS.index(arm) + 1
         ratios = [
-            (figures[index] - figures[0]) / (figures[-1] - figures[0]) for _, figures in latency
+            (figures[index] - figures[0]) / (figures[-1] - figures[0]) for _, figures, _ in latency
         ]
         print(
             f"  {arm}: the MCP layer adds at most {goal} of what FastMCP's adds (p50): "
             + ", ".join(f"{r:.2f}" for r in ratios)
             + f": {all(r <= goal for r in ratios)}"
+        )
+    for arm in ("serve", "standalone"):
+        index = ARMS.index(arm) + 1
+        ratios = [(cpu[index] - cpu[0]) / (cpu[-1] - cpu[0]) for _, _, cpu in latency]
+        print(
+            f"  {arm}: the MCP layer's CPU per call at most 0.2 of what FastMCP's adds: "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+            + f": {all(r <= 0.2 for r in ratios)}"
         )
     print(
         "  added p50 per call under 5 ms: "
@@ -624,7 +692,8 @@ def main() -> None:
             for name in PRODUCTS:
                 peers[name], urls[name] = start_peer(server.api(name))
                 wait_started(peers[name], urls[name])
-            asyncio.run(measure(server, urls, standalone, args.requests))
+            peer_pids = {name: process.pid for name, process in peers.items()}
+            asyncio.run(measure(server, urls, standalone, args.requests, peer_pids))
             asyncio.run(tokens_by_era(server))
             asyncio.run(authorized_latency(server, args.requests))
         finally:

@@ -302,3 +302,10 @@ class McpServer:
             self.process.kill()
             self.process.wait()
         self.process = None
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user and system), from /proc: what the benchmarks measure
+    a server's work by."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -354,7 +354,9 @@ def _scenario_run(args: argparse.Namespace) -> int:
         )
 
     async def go(base_url: str) -> list[RunRecord]:
-        return await run_all(scenarios, make_agent, args.runs, base_url, out, progress)
+        return await run_all(
+            scenarios, make_agent, args.runs, base_url, out, progress, era=args.era
+        )
 
     import asyncio
 
@@ -862,6 +864,13 @@ def _add_scenario(commands: Commands) -> None:
         help="an OpenAI-compatible endpoint for openai:MODEL (e.g. a local server)",
     )
     run.add_argument("--runs", type=int, help="runs per scenario (default: as the scenario says)")
+    run.add_argument(
+        "--era",
+        choices=("2025-11-25", "2026-07-28"),
+        default="2025-11-25",
+        help="the MCP protocol revision the runs speak: 2025-11-25 with a session (default), "
+        "2026-07-28 without one, as the SDK's default Client()",
+    )
     run.add_argument("--base-url", help="an example server's URL (default: start one)")
     run.add_argument("--out", help="folder for the protocols (default: omds-ld-runs/<time>)")
     run.add_argument("--html", help="the HTML report (default: report.html in the --out folder)")

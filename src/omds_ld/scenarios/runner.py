@@ -103,6 +103,11 @@ def _scenario_snapshot(scenario: Scenario) -> dict[str, Any]:
     }
 
 
+# the protocol revisions a run may speak, each as the SDK's Client is told it: 2025-11-25 with a
+# session (initialize), 2026-07-28 without one (what the SDK's default Client() negotiates)
+ERAS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}
+
+
 def person_states(scenario: Scenario) -> dict[str, str]:
     """The customer's consent as the scenario's person states it on the page: what the task
     says of it (the application's consent: by, method), over which the person's own account."""
@@ -111,7 +116,9 @@ def person_states(scenario: Scenario) -> dict[str, str]:
     return {**known, **scenario.person_consent}
 
 
-async def prepare(scenario: Scenario, agent: str, base_url: str, out_dir: Path) -> Scenario:
+async def prepare(
+    scenario: Scenario, agent: str, base_url: str, out_dir: Path, era: str = "2025-11-25"
+) -> Scenario:
     """The scenario as its runs need it: the reference agent runs it once first where the
     expected premiums are found at run time (``premium: inquire``) or another agent is measured
     (its calls against the reference agent's, the minimum by next steps). Its protocol is kept
@@ -123,7 +130,7 @@ async def prepare(scenario: Scenario, agent: str, base_url: str, out_dir: Path) 
     from omds_ld.scenarios.agents.reference import ReferenceAgent
 
     probe = dataclasses.replace(scenario, id=f"{scenario.id}.baseline", premiums={}, inquire=False)
-    record = await run_once(probe, ReferenceAgent(), base_url, out_dir, 0)
+    record = await run_once(probe, ReferenceAgent(), base_url, out_dir, 0, era=era)
     protocol = read_protocol(record.protocol)
     calls = sum(1 for event in protocol if event.get("event") == TOOL_CALL)
     premiums = _inquired(scenario, protocol) if scenario.inquire else scenario.premiums
@@ -192,8 +199,10 @@ async def run_once(
     out_dir: Path,
     index: int,
     measure: bool = False,
+    era: str = "2025-11-25",
 ) -> RunRecord:
-    """One run of one scenario: connect, list tools, let the agent work, record how it ended."""
+    """One run of one scenario: connect (speaking the protocol revision ``era``), list tools,
+    let the agent work, record how it ended."""
     scenario = await with_insurers(scenario, base_url)
     path = out_dir / f"{scenario.id}.{agent.name.replace(':', '_')}.{index}.jsonl"
     writer = ProtocolWriter(path)
@@ -204,7 +213,7 @@ async def run_once(
         run=index,
         **{
             "gen_ai.request.model": agent.model,
-            "settings": {"base_url": base_url, **getattr(agent, "settings", {})},
+            "settings": {"base_url": base_url, "era": era, **getattr(agent, "settings", {})},
         },
     )
     started = time.monotonic()
@@ -216,7 +225,7 @@ async def run_once(
             for server in scenario.servers:
                 client = await stack.enter_async_context(
                     Client(
-                        mcp_url(base_url, server), mode="legacy", extensions=[answer_extension()]
+                        mcp_url(base_url, server), mode=ERAS[era], extensions=[answer_extension()]
                     )
                 )
                 listed = await client.list_tools()
@@ -252,14 +261,16 @@ async def run_all(
     out_dir: Path,
     progress: Callable[[RunRecord], None] | None = None,
     measure: bool = False,
+    era: str = "2025-11-25",
 ) -> list[RunRecord]:
     """Every scenario, ``runs`` times each (or as often as the scenario says), one after another;
-    ``measure``: the protocols also keep each answer's whole JSON-LD (``RunSession``)."""
+    ``measure``: the protocols also keep each answer's whole JSON-LD (``RunSession``); ``era``:
+    the protocol revision the runs speak (``ERAS``)."""
     records = []
     for listed in scenarios:
-        scenario = await prepare(listed, make_agent().name, base_url, out_dir)
+        scenario = await prepare(listed, make_agent().name, base_url, out_dir, era)
         for index in range(1, (runs or scenario.runs) + 1):
-            record = await run_once(scenario, make_agent(), base_url, out_dir, index, measure)
+            record = await run_once(scenario, make_agent(), base_url, out_dir, index, measure, era)
             records.append(record)
             if progress is not None:
                 progress(record)

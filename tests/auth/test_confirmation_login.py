@@ -91,6 +91,17 @@ def test_only_the_logged_in_broker_the_call_was_made_for_confirms(secured: Examp
             )
             assert gone.status_code == 404 and "Nicht gefunden" in gone.text
             assert '<html lang="de">' in gone.text
+            # the rarer pages too: a POST without a login, a login nobody started here
+            unlogged = await german.post(
+                page, data={"answer": "confirm"}, headers={"Accept-Language": "de"}
+            )
+            assert unlogged.status_code == 401 and "Zuerst anmelden" in unlogged.text
+            assert "Log in" not in unlogged.text
+            stray = await german.get(
+                page.split("/omds-ld/")[0] + "/omds-ld/confirmations/callback?state=x&code=y",
+                headers={"Accept-Language": "de"},
+            )
+            assert stray.status_code == 400 and "Erneut anmelden" in stray.text, stray.text
         assert (await beta.answer(page, "confirm")).status == 403
         # alpha, logged in: a form shown for one question does not answer another
         person = PagePerson("alpha")
@@ -106,6 +117,12 @@ def test_only_the_logged_in_broker_the_call_was_made_for_confirms(secured: Examp
                 headers={"Origin": "http://elsewhere.example"},
             )  # fmt: skip
             assert sent.status_code == 403  # from another page's form
+            german = await browser.post(
+                other, data={"csrf": token.group(1), "answer": "confirm", "language": "de"},
+                headers={"Accept-Language": "de"},
+            )  # fmt: skip
+            assert german.status_code == 403 and "Abgelehnt" in german.text
+            assert "nicht für diese Bestätigung gezeigt" in german.text
             filled = consent_form(reading.page, {})  # the form as the page filled it in
             confirmed = await browser.post(
                 page, data={"csrf": token.group(1), "answer": "confirm", **filled}

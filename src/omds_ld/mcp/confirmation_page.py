@@ -109,6 +109,27 @@ WORDS = {
                        "broker <b>{expected}</b>, and only they can see or answer it; nothing was "
                        "done.",
         "log_in_as": "Log in as {expected}",
+        "not_here": "This confirmation is not answered here.",
+        "log_in_again_title": "Log in again",
+        "log_in_again": "This login was not started here, or has expired. Open the "
+                        "confirmation's address again.",
+        "not_logged_in_title": "Not logged in",
+        "login_incomplete": "The login did not complete: {why}.",
+        "server_not_asked": "The authorization server could not be asked ({why}).",
+        "server_refused": "The authorization server refused the login ({why}).",
+        "unknown_endpoint": "The login was for an endpoint this page does not know.",
+        "token_does_not_hold": "The login's token does not hold: {why}",
+        "log_in_first_title": "Log in first",
+        "log_in_first": "Only the broker this was asked for can answer it, logged in; nothing "
+                        "was done.",
+        "too_large_title": "Too large",
+        "too_large": "The form was too large; nothing was done.",
+        "refused_title": "Refused",
+        "own_page_only": "This form is sent from its own page only; nothing was done.",
+        "not_shown_to_you": "This form was not shown to you for this confirmation; nothing was "
+                            "done. Open the confirmation's address again.",
+        "incomplete_title": "Incomplete",
+        "incomplete": "Confirm or decline.",
     },
     "de": {
         "title": "Eine verbindliche Anfrage bestätigen", "thanks": "Danke",
@@ -137,6 +158,29 @@ WORDS = {
                        "Makler <b>{expected}</b> erbeten, und nur er kann sie sehen oder "
                        "beantworten; es wurde nichts getan.",
         "log_in_as": "Als {expected} anmelden",
+        "not_here": "Diese Bestätigung wird hier nicht beantwortet.",
+        "log_in_again_title": "Erneut anmelden",
+        "log_in_again": "Diese Anmeldung wurde nicht hier begonnen oder ist abgelaufen. Öffnen "
+                        "Sie die Adresse der Bestätigung noch einmal.",
+        "not_logged_in_title": "Nicht angemeldet",
+        "login_incomplete": "Die Anmeldung wurde nicht abgeschlossen: {why}.",
+        "server_not_asked": "Der Autorisierungsserver war nicht erreichbar ({why}).",
+        "server_refused": "Der Autorisierungsserver hat die Anmeldung abgelehnt ({why}).",
+        "unknown_endpoint": "Die Anmeldung galt einem Endpunkt, den diese Seite nicht kennt.",
+        "token_does_not_hold": "Das Token der Anmeldung gilt nicht: {why}",
+        "log_in_first_title": "Zuerst anmelden",
+        "log_in_first": "Nur der Makler, für den dies erbeten wurde, kann es angemeldet "
+                        "beantworten; es wurde nichts getan.",
+        "too_large_title": "Zu groß",
+        "too_large": "Das Formular war zu groß; es wurde nichts getan.",
+        "refused_title": "Abgelehnt",
+        "own_page_only": "Dieses Formular wird nur von seiner eigenen Seite gesendet; es wurde "
+                         "nichts getan.",
+        "not_shown_to_you": "Dieses Formular wurde Ihnen nicht für diese Bestätigung gezeigt; "
+                            "es wurde nichts getan. Öffnen Sie die Adresse der Bestätigung noch "
+                            "einmal.",
+        "incomplete_title": "Unvollständig",
+        "incomplete": "Bestätigen oder ablehnen.",
     },
 }  # fmt: skip
 LANGUAGE_NAMES = {
@@ -206,10 +250,14 @@ class ConfirmationPage:
         broker = str(question.get("broker", "-"))
         return self.login.anonymous_subject if broker == "-" else broker
 
-    async def _start_login(self, pending: str, insurer: str, broker: str) -> Response:
+    async def _start_login(
+        self, pending: str, insurer: str, broker: str, lang: str = "en"
+    ) -> Response:
         guard = self.guards.get(insurer)
         if guard is None:  # no endpoint of this hosting asked it
-            return _page("Not found", "<p>This confirmation is not answered here.</p>", 404)
+            return _page(
+                WORDS[lang]["not_found_title"], f"<p>{WORDS[lang]['not_here']}</p>", 404, lang
+            )
         state, verifier = secrets.token_urlsafe(24), secrets.token_urlsafe(48)
         record = {"pending": pending, "verifier": verifier, "resource": guard.resource}
         await self.state.set(_started_key(state), json.dumps(record).encode(), STARTED_SECONDS)
@@ -234,21 +282,19 @@ class ConfirmationPage:
         """The authorization server sends the browser back: the code is redeemed here, the
         token checked, its subject becomes the page's login."""
         params = request.query_params
+        lang = page_language(request.headers.get("accept-language", ""))
+        words = WORDS[lang]
         raw = await self.state.pop(_started_key(params.get("state", "")))
         if raw is None:
-            return _page(
-                "Log in again",
-                "<p>This login was not started here, or has expired. Open the confirmation's "
-                "address again.</p>",
-                400,
-            )
+            return _page(words["log_in_again_title"], f"<p>{words['log_in_again']}</p>", 400, lang)
         started = json.loads(raw)
         if "error" in params or "code" not in params:
             why = params.get("error_description") or params.get("error") or "no code"
-            return _page("Not logged in", f"<p>The login did not complete: {escape(why)}.</p>", 401)
-        identity = await self._redeem(params["code"], started)
+            said = words["login_incomplete"].format(why=escape(why))
+            return _page(words["not_logged_in_title"], f"<p>{said}</p>", 401, lang)
+        identity = await self._redeem(params["code"], started, lang)
         if isinstance(identity, str):
-            return _page("Not logged in", f"<p>{escape(identity)}</p>", 401)
+            return _page(words["not_logged_in_title"], f"<p>{escape(identity)}</p>", 401, lang)
         session = secrets.token_urlsafe(32)
         record = {"subject": identity.subject, "name": identity.name}
         await self.state.set(_login_key(session), json.dumps(record).encode(), LOGIN_SECONDS)
@@ -261,8 +307,12 @@ class ConfirmationPage:
         )  # fmt: skip
         return response
 
-    async def _redeem(self, code: str, started: Mapping[str, Any]) -> Identity | str:
-        """The code's token, checked as its MCP endpoint checks tokens; or why not."""
+    async def _redeem(
+        self, code: str, started: Mapping[str, Any], lang: str = "en"
+    ) -> Identity | str:
+        """The code's token, checked as its MCP endpoint checks tokens; or why not (in the
+        page's language)."""
+        words = WORDS[lang]
         form = {
             "grant_type": "authorization_code", "code": code,
             "code_verifier": started["verifier"], "resource": started["resource"],
@@ -275,19 +325,19 @@ class ConfirmationPage:
             )  # fmt: skip
             body = answer.json()
         except (httpx.HTTPError, ValueError) as error:
-            return f"The authorization server could not be asked ({type(error).__name__})."
+            return words["server_not_asked"].format(why=type(error).__name__)
         token = body.get("access_token") if isinstance(body, dict) else None
         if answer.status_code != 200 or not isinstance(token, str):
             why = (
                 body.get("error_description") or body.get("error") if isinstance(body, dict) else ""
             )
-            return f"The authorization server refused the login ({why or answer.status_code})."
+            return words["server_refused"].format(why=why or answer.status_code)
         guard = next((g for g in self.guards.values() if g.resource == started["resource"]), None)
         if guard is None:
-            return "The login was for an endpoint this page does not know."
+            return words["unknown_endpoint"]
         identity = await guard.identify({"authorization": f"Bearer {token}"})
         if not isinstance(identity, Identity):
-            return f"The login's token does not hold: {identity.message}"
+            return words["token_does_not_hold"].format(why=identity.message)
         return identity
 
     # the question
@@ -305,13 +355,10 @@ class ConfirmationPage:
         if person is None or request.query_params.get("login") == "again":
             if request.method == "POST":
                 return _page(
-                    "Log in first",
-                    "<p>Only the broker this was asked for can answer it, logged in; nothing "
-                    "was done.</p>",
-                    401,
+                    words["log_in_first_title"], f"<p>{words['log_in_first']}</p>", 401, lang
                 )
             return await self._start_login(
-                pending, str(question.get("insurer", "")), self._expected(question)
+                pending, str(question.get("insurer", "")), self._expected(question), lang
             )
         expected = self._expected(question)
         if not expected or not hmac.compare_digest(person.subject, expected):
@@ -367,28 +414,27 @@ class ConfirmationPage:
     async def _answer(
         self, request: Request, pending: str, question: Mapping[str, Any], person: _Person
     ) -> Response:
+        # the page's language: the form's (what the person was shown), else the browser's
+        lang = page_language(request.headers.get("accept-language", ""))
         form = await _read_form(request)
         if form is None:
-            return _page("Too large", "<p>The form was too large; nothing was done.</p>", 413)
+            return _page(
+                WORDS[lang]["too_large_title"], f"<p>{WORDS[lang]['too_large']}</p>", 413, lang
+            )
+        shown = (form.get("language") or [lang])[0]
+        lang = shown if shown in WORDS else lang
+        words = WORDS[lang]
         origin = request.headers.get("origin")
         if origin is not None and origin != _origin(self.page_base):
-            return _page("Refused", "<p>This form is sent from its own page only.</p>", 403)
+            return _page(words["refused_title"], f"<p>{words['own_page_only']}</p>", 403, lang)
         token = (form.get("csrf") or [""])[0]
         if not hmac.compare_digest(token, _form_token(person.session, pending)):
-            return _page(
-                "Refused",
-                "<p>This form was not shown to you for this confirmation; nothing was done. "
-                "Open the confirmation's address again.</p>",
-                403,
-            )
-        lang = (form.get("language") or ["en"])[0]
-        lang = lang if lang in WORDS else "en"
-        words = WORDS[lang]
+            return _page(words["refused_title"], f"<p>{words['not_shown_to_you']}</p>", 403, lang)
         if question["state"] != "pending":
             return _page(words["answered_before"], _answered(question, lang), 409, lang)
         answer = (form.get("answer") or [""])[0]
         if answer not in {"confirm", "decline"}:
-            return _page("Incomplete", "<p>Confirm or decline.</p>", 422)
+            return _page(words["incomplete_title"], f"<p>{words['incomplete']}</p>", 422, lang)
         asked = question.get("consent")
         content = _stated_fields(form, asked)
         consent, broken = stated_consent(content, asked, lang)

@@ -96,6 +96,15 @@ def test_by_hand_the_seeds_example_reaches_its_premium(server: ExampleServer, br
     page.wait_for_selector("#log article .premium")
     assert "1.684,88" in page.inner_text("#log article:last-of-type .premium")
     assert "Bonus-Malus-Stufe = 9" in page.inner_text("#log article:last-of-type .defaults")
+    # the answer in the person's words (#49): the page's German around the insurer's labels;
+    # the model's English text is folded away
+    shown = page.inner_text("#log article:last-of-type")
+    assert "Geschäftsfall" in shown and "· berechnet" in shown, shown
+    assert "✓ Kfz-Haftpflicht (eingeschlossen)" in shown and "Vollständig und gültig" in shown
+    assert "Leistung (kW) 110" in shown  # the risk object's fields by the shape's names
+    assert not page.is_visible("#log article:last-of-type pre.text")
+    for english in ("Business case", "Validation", "conforms", "Next steps", "Draft of"):
+        assert english not in shown, english
     assert refused == [], "the page works within its own Content-Security-Policy"
     _screenshot(page, "chat-by-hand.png")
     page.close()
@@ -129,6 +138,12 @@ def test_by_hand_the_risk_object_is_a_form_of_its_shapes_fields(
     _follow(page, "calculatePremium")
     page.wait_for_selector("#log article .premium")
     assert "1,684.88" in page.inner_text("#log article:last-of-type .premium")
+    shown = page.inner_text("#log article:last-of-type")  # one language, the browser's
+    assert "Business case" in shown and "Complete and valid" in shown, shown
+    assert "Kfz-Haftpflicht (included)" in shown  # the insurer's label, the page's word
+    assert "power (kW) 110" in shown  # the shape's name for the field, in English
+    for german in ("Geschäftsfall", "eingeschlossen", "Folgeschritte"):
+        assert german not in shown, german
     page.close()
 
 
@@ -237,8 +252,10 @@ def test_an_insurers_label_with_markup_stays_text(tmp_path: Path, browser: Any) 
         page.wait_for_selector("body[data-ready=true]")
         page.click("section[data-server=disrupto] button[data-tool=listProducts]")
         page.click("#call button[type=submit]")
-        page.wait_for_selector("#log article pre")
-        assert markup in page.inner_text("#log article pre")
+        page.wait_for_selector("#log article .readable")
+        # as text in the person's reading of the answer, and in the model's (folded)
+        assert markup in page.inner_text("#log article .readable")
+        assert markup in str(page.text_content("#log article pre.text"))
         assert page.evaluate("window.__injected") is None
         assert page.locator("#log img").count() == 0
         page.close()
@@ -299,7 +316,7 @@ def _application_form(page: Any, server: ExampleServer) -> str:
     _follow(page, "calculatePremium")
     _follow(page, "createOffer")
     page.wait_for_selector("#log article .steps button[data-tool=createApplication]")
-    offer_text = str(page.inner_text("#log article:last-of-type pre.text"))
+    offer_text = str(page.text_content("#log article:last-of-type pre.text"))  # folded
     page.click("#log article:last-of-type .steps button[data-tool=createApplication] >> nth=0")
     return offer_text
 

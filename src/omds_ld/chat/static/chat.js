@@ -34,7 +34,15 @@ const TEXT = german
       confirmed: "Sie haben bestätigt", declined: "Sie haben abgelehnt",
       waits: "wartet auf Ihre Bestätigung", application: "Antrag", policy: "Polizzennummer",
       states: { submitted: "eingereicht", accepted: "angenommen", referred: "in Risikoprüfung",
-                declined: "abgelehnt", "counter-offer": "Gegenangebot", withdrawn: "zurückgezogen" } }
+                declined: "abgelehnt", "counter-offer": "Gegenangebot", withdrawn: "zurückgezogen" },
+      modelText: "Was das Modell liest (technisch, Englisch)", caseWord: "Geschäftsfall",
+      caseStates: { draft: "Entwurf", calculated: "berechnet", offered: "angeboten",
+                    applied: "beantragt" },
+      draft: "Entwurf", included: "eingeschlossen", excluded: "nicht eingeschlossen",
+      riskObject: "Risikoobjekt", riskObjectsNone: "Noch kein Risikoobjekt",
+      conforms: "Vollständig und gültig", violations: "Noch nicht vollständig",
+      offer: "Angebot", validUntil: "gültig bis", products: "Produkte",
+      problem: "Nicht ausgeführt" }
   : { title: "The insurers' MCP servers", send: "Call", next: "Next steps",
       hand: "Follow the next steps by hand: choose a tool, or a next step of an answer.",
       chat: "Give the model a task, or follow the next steps by hand.",
@@ -65,7 +73,15 @@ const TEXT = german
       confirmed: "You confirmed", declined: "You declined",
       waits: "waits for your confirmation", application: "Application", policy: "policy number",
       states: { submitted: "submitted", accepted: "accepted", referred: "referred to underwriting",
-                declined: "declined", "counter-offer": "counter-offer", withdrawn: "withdrawn" } };
+                declined: "declined", "counter-offer": "counter-offer", withdrawn: "withdrawn" },
+      modelText: "What the model reads (technical)", caseWord: "Business case",
+      caseStates: { draft: "draft", calculated: "calculated", offered: "offered",
+                    applied: "applied for" },
+      draft: "Draft", included: "included", excluded: "not included",
+      riskObject: "Risk object", riskObjectsNone: "No risk object yet",
+      conforms: "Complete and valid", violations: "Not complete yet",
+      offer: "Offer", validUntil: "valid until", products: "Products",
+      problem: "Not done" };
 document.documentElement.lang = german ? "de" : "en";
 // a premium's period in words ("per year" / "pro Jahr"), as the MCP server gives it
 const per = (premium) => (premium.per ? premium.per[german ? "de" : "en"] : `(${premium.period})`);
@@ -376,7 +392,12 @@ function toolArticle(event) {
   details.append(element("summary", {}, TEXT.details));
   const args = event["gen_ai.tool.call.arguments"];
   if (args && Object.keys(args).length) details.append(element("pre", { class: "arguments" }, JSON.stringify(args, null, 2)));
-  details.append(element("pre", { class: "text" }, event.text || ""));  // what a model sees, as text
+  if (!waiting) details.append(readable(structured, event["mcp.server"]));  // the person's words
+  // what a model sees, as text (English, the norm's terms): folded, for whoever wants it
+  const modelText = element("details", { class: "model-text" });
+  modelText.append(element("summary", {}, TEXT.modelText));
+  modelText.append(element("pre", { class: "text" }, event.text || ""));
+  details.append(modelText);
   article.append(details);
   const spec = (state.servers[event["mcp.server"]] || { tools: [] }).tools
     .find((t) => t.name === event["gen_ai.tool.name"]);
@@ -409,6 +430,67 @@ function toolArticle(event) {
     (event.by_hand || failed ? article : details).append(nav);
   }
   return article;
+}
+
+function fieldLabel(server, name) {
+  // a risk object's field by its shape's name in the person's language, where a shape the
+  // conversation was shown has it; else the property's own name
+  for (const shape of Object.values(state.shapes[server] || {})) {
+    const field = (shape.fields || []).find((f) => f.name === name);
+    if (field) return (field.names && field.names[german ? "de" : "en"]) || field.label || name;
+  }
+  return name.split(/[#:/]/).pop();
+}
+
+function readable(answer, server) {
+  // the structured answer in the person's language: the page's own words around the
+  // insurer's labels (in the insurer's language), never the model's text
+  for (const shape of answer.shapes || []) {  // fields named from here on, too
+    if (shape.fields && shape.fields.length) {
+      (state.shapes[server] = state.shapes[server] || {})[shape.iri] = shape;
+    }
+  }
+  const box = element("div", { class: "readable" });
+  const line = (text, cls) => box.append(element("p", cls ? { class: cls } : {}, text));
+  if (answer.case) {
+    const c = answer.case;
+    line(`${TEXT.caseWord} ${c.caseId} · ${TEXT.caseStates[c.status] || c.status}`);
+  }
+  if (answer.products && answer.products.length) {
+    line(`${TEXT.products}: ${answer.products.map((p) => p.label).join(", ")}`);
+  }
+  const draft = answer.draft;
+  if (draft && answer.case) {
+    const list = element("ul", { class: "draft", "aria-label": TEXT.draft });
+    const value = (a) => `${a.label}: ${a.value === null || a.value === undefined ? "—" : a.value}`;
+    for (const a of draft.attributes || []) list.append(element("li", {}, value(a)));
+    for (const c of draft.components || []) {
+      const shown = c.included ? (c.attributes || []).map(value).join("; ") : "";
+      list.append(element("li", { class: c.included ? "in" : "out" },
+        `${c.included ? "✓" : "✗"} ${c.label} (${c.included ? TEXT.included : TEXT.excluded})` +
+        (shown ? `: ${shown}` : "")));
+    }
+    box.append(list);
+  }
+  if (answer.riskObjects) {
+    if (!answer.riskObjects.length && answer.case) line(TEXT.riskObjectsNone);
+    for (const r of answer.riskObjects) {
+      const fields = Object.entries(r.fields || {})
+        .map(([k, v]) => `${fieldLabel(server, k)} ${v}`).join(", ");
+      line(`${TEXT.riskObject}: ${fields}`);
+    }
+  }
+  if (answer.validation) {
+    const v = answer.validation;
+    line(v.conforms ? TEXT.conforms : `${TEXT.violations}: ` +
+      (v.violations || []).map((x) => x.message).join("; "), v.conforms ? "" : "violations");
+  }
+  if (answer.offer) {
+    const o = answer.offer;
+    line(`${TEXT.offer} ${o.offerId} · ${TEXT.validUntil} ${o.validUntil || "—"}`);
+  }
+  if (answer.problem) line(`${TEXT.problem}: ${answer.problem.title || answer.problem.type}`);
+  return box;
 }
 
 function nothingToFill(server, step, given) {

@@ -47,7 +47,27 @@ def test_the_draft_insurers_are_checked_for_idempotency_and_no_change(
     _, report, _ = check(server.api("pfefferminzia"), tmp_path)
     names = {c["name"] for c in report["checks"] if c["passed"]}
     assert {"a retry with the same key replays", "the same key with another body is refused",
-            "a refused request changed nothing", "an unknown case is refused"} <= names  # fmt: skip
+            "a refused request changed nothing", "an unknown case is refused",
+            "keeps components as they were (x-omds-ld keeps)",
+            "keeps components, riskObjects as they were (x-omds-ld keeps)"} <= names  # fmt: skip
+
+
+def test_a_part_the_norm_says_a_call_keeps_is_compared_as_the_insurer_answered_it() -> None:
+    """#50: what check-insurer compares for x-omds-ld keeps: the draft without its risk objects
+    (components), and its risk objects; a change of either is named."""
+    from omds_ld.check.insurer import changed_parts
+
+    vehicle = {"@id": "~/draft/risk-objects/1", "@type": "p:Vehicle", "p:powerKw": 110}
+    draft = {"@id": "~/draft", "p:hasPart": [{"@id": "~/c/a", "p:included": True}],
+             "p:hasRiskObject": [vehicle]}  # fmt: skip
+    before = {"bc:draft": draft}
+    added = {"bc:draft": {**draft, "p:hasRiskObject": [vehicle, {**vehicle, "@id": "~/2"}]}}
+    included = {"bc:draft": {**draft, "p:hasPart": [{"@id": "~/c/a", "p:included": False}]}}
+    both = {"components", "riskObjects"}
+    assert changed_parts(before, before, both) == []
+    assert changed_parts(before, added, {"components"}) == []  # a risk object's edit keeps them
+    assert changed_parts(before, added, both) == ["riskObjects"]
+    assert changed_parts(before, included, both) == ["components"]
 
 
 @pytest.mark.parametrize("insurer", ["pfefferminzia", "angloamerican"])

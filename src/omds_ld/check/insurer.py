@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -424,6 +424,7 @@ class InsurerChecker:
                                 await self.call("createRiskObject", self._arguments(add), body=good), (201, 200))  # fmt: skip
         if with_risk is None:
             return
+        self._kept("createRiskObject", case, with_risk, case_id)
         report = with_risk.get("bc:validationReport") or {}
         self.record("createRiskObject", "the draft conforms", bool(report.get("sh:conforms")), case_id,
                     "with the facts given, the validation report conforms")  # fmt: skip
@@ -436,8 +437,25 @@ class InsurerChecker:
         priced = self.answer("calculatePremium",
                              await self.call("calculatePremium", self._arguments(calculate)), (200,))  # fmt: skip
         self._premium("calculatePremium", iri, priced)
+        if priced is not None:
+            self._kept("calculatePremium", with_risk, priced, case_id)
         if priced is not None and self._publishes("createApplication") and not self._offers_made:
             await self._applications(priced)
+
+    def _kept(
+        self, operation: str, before: Mapping[str, Any], after: Mapping[str, Any], where: str
+    ) -> None:
+        """The parts of the case the norm says ``operation`` keeps (x-omds-ld keeps) are in
+        its answer as they were before: an MCP server tells a client without memory they are
+        "unchanged by this call" instead of repeating them."""
+        keeps = self.norm.operation(operation).keeps
+        if not keeps:
+            return
+        changed = changed_parts(before, after, keeps)
+        self.record(
+            operation, f"keeps {', '.join(sorted(keeps))} as they were (x-omds-ld keeps)",
+            not changed, where, f"changed: {', '.join(changed)}" if changed else "",
+        )  # fmt: skip
 
     def _publishes(self, operation: str) -> bool:
         return self.published is None or operation in self.published
@@ -533,6 +551,23 @@ class InsurerChecker:
 
 BAD_IBAN = "AT611904300234573299"  # the check digits fail
 OTHER_IBAN = "DE89370400440532013000"  # a valid one, not the body's
+
+
+def changed_parts(
+    before: Mapping[str, Any], after: Mapping[str, Any], keeps: Collection[str]
+) -> list[str]:
+    """Of the parts of a business case ``keeps`` names, those whose draft in ``after`` (an
+    answer of the insurer) is not as in ``before``: ``components`` is the draft without its
+    risk objects (components, attributes, what is at the default), ``riskObjects`` its risk
+    objects."""
+    was, now = before.get("bc:draft") or {}, after.get("bc:draft") or {}
+
+    def part(draft: Mapping[str, Any], name: str) -> Any:
+        if name == "components":
+            return {k: v for k, v in draft.items() if k != "p:hasRiskObject"}
+        return many(draft.get("p:hasRiskObject")) if name == "riskObjects" else None
+
+    return [name for name in sorted(keeps) if part(was, name) != part(now, name)]
 
 
 def application_body(digest: str) -> dict[str, Any]:

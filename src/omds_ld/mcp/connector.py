@@ -457,14 +457,14 @@ class Connector:
         session = session_id(ctx) or self._stdio_session(ctx)
         if self.draft_at_server is None:
             await self.refresh(force=True)  # the call's one wait for the insurer
-            if self.draft_at_server is None and self.unread_because is not None:
-                self.learn_in_background()
-                return await self.executor.unavailable(
-                    params.name, self.unread_because or "not reached yet", session
-                )
         else:
             self._refresh_in_background()
         self._remember(ctx)  # told of a change from now on (not of one this call brought)
+        if self.draft_at_server is None and self.unread_because is not None:
+            self.learn_in_background()
+            return await self.executor.unavailable(
+                params.name, self.unread_because or "not reached yet", session
+            )
         specs = self.specs
         spec = specs.get(params.name)
         if spec is None:

@@ -28,6 +28,7 @@ LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 NOT_LOADED = (
     "mcp.client", "uvicorn", "httpx", "joserfc", "authlib", "rdflib", "pyld", "pyshacl",
     "prometheus_client",  # a stdio process has no /metrics
+    "jsonschema_rs",  # compiled at the first body it checks
 )  # fmt: skip
 
 

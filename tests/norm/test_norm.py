@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -83,6 +84,24 @@ def test_the_part_the_person_states_names_the_shape_that_targets_its_type() -> N
         target = expand_curie(part["properties"]["@type"]["const"])
         targeting = [s.iri for s in NORM.shapes.values() if s.target_class == target]
         assert targeting == [operation.person_states_shape], (targeting, operation)
+
+
+def test_every_request_schema_of_the_norm_compiles_and_a_broken_one_given_is_refused_at_load(
+    tmp_path: Path,
+) -> None:
+    """The package's norm compiles its schemas at their first use (a start needs none of them):
+    each one here, now. A norm file given at start (--openapi) is judged at once: a request
+    schema that is no Draft 2020-12 schema is refused at load, naming the operation."""
+    for operation in NORM.operations.values():
+        if operation._validator is not None:
+            operation._validator.check()
+    document = json.loads(json.dumps(NORM.openapi))
+    schema = document["components"]["schemas"]["CalculationRequest"]
+    schema["type"] = "no-such-type"
+    broken = tmp_path / "openapi.json"
+    broken.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match="createCalculation: not a Draft 2020-12 schema"):
+        load_norm(broken)
 
 
 def test_request_schemas_are_self_contained_even_with_cycles() -> None:

@@ -347,4 +347,12 @@ def load_norm(openapi_path: Path | None = None) -> Norm:
     """Load the norm from package data, or from another version of the OpenAPI file."""
     text = _data_text("openapi.yaml") if openapi_path is None else openapi_path.read_text("utf-8")
     document = json.loads(text) if text.lstrip().startswith("{") else yamlfile.load(text)
-    return Norm(document, openapi_path)
+    norm = Norm(document, openapi_path)
+    if openapi_path is not None:  # a file given at start: its schemas are judged at once
+        for operation in norm.operations.values():
+            if operation._validator is not None:
+                try:
+                    operation._validator.check()
+                except ValueError as error:
+                    raise ValueError(f"{operation.operation_id}: {error}") from None
+    return norm

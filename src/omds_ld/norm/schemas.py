@@ -1,8 +1,10 @@
 """JSON Schema validation, compiled once per schema: every violation with its JSON pointer.
 
 Validation runs on every request and every tool call, so it uses jsonschema-rs (compiled, about
-two hundred times faster than the pure-Python validator on the norm's nested bodies); the
-pure-Python ``jsonschema`` checks that each schema is itself valid when it is loaded.
+two hundred times faster than the pure-Python validator on the norm's nested bodies). A schema
+is checked against its meta-schema and compiled at its first use, or at once where asked
+(``check``: a norm file given at start); a process that validates nothing (a stdio server until
+its first call) never loads jsonschema-rs.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import jsonschema_rs
 
 
 @dataclass(frozen=True)
@@ -32,15 +32,28 @@ def pointer(path: Sequence[str | int]) -> str:
 
 
 class SchemaValidator:
-    """A Draft 2020-12 schema, checked against its meta-schema and compiled once."""
+    """A Draft 2020-12 schema, checked against its meta-schema and compiled once, at its first
+    use (``check`` does it at once: ValueError where it is no such schema)."""
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
-        try:
-            jsonschema_rs.meta.validate(dict(schema))
-        except jsonschema_rs.ValidationError as error:
-            raise ValueError(f"not a Draft 2020-12 schema: {error}") from None
         self.schema = schema
-        self._compiled = jsonschema_rs.Draft202012Validator(dict(schema))
+        self._validator: Any = None
+
+    def check(self) -> SchemaValidator:
+        """Check and compile now; ValueError naming why where it is no Draft 2020-12 schema."""
+        if self._validator is None:
+            import jsonschema_rs
+
+            try:
+                jsonschema_rs.meta.validate(dict(self.schema))
+            except jsonschema_rs.ValidationError as error:
+                raise ValueError(f"not a Draft 2020-12 schema: {error}") from None
+            self._validator = jsonschema_rs.Draft202012Validator(dict(self.schema))
+        return self
+
+    @property
+    def _compiled(self) -> Any:
+        return self.check()._validator
 
     def is_valid(self, instance: Any) -> bool:
         return bool(self._compiled.is_valid(instance))

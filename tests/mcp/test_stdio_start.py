@@ -29,6 +29,10 @@ NOT_LOADED = (
     "mcp.client", "uvicorn", "httpx", "joserfc", "authlib", "rdflib", "pyld", "pyshacl",
     "prometheus_client",  # a stdio process has no /metrics
     "jsonschema_rs",  # compiled at the first body it checks
+    "yaml",  # the norm's files read by their JSON renderings
+    # what the SDK's low-level server loads for its HTTP app: Starlette, the authorization
+    # server's routes, the HTTP session manager
+    "starlette", "mcp.server.auth", "mcp.server.streamable_http_manager",
 )  # fmt: skip
 
 

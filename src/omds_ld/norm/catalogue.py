@@ -345,8 +345,11 @@ def _data_text(name: str) -> str:
 
 def load_norm(openapi_path: Path | None = None) -> Norm:
     """Load the norm from package data, or from another version of the OpenAPI file."""
-    text = _data_text("openapi.yaml") if openapi_path is None else openapi_path.read_text("utf-8")
-    document = json.loads(text) if text.lstrip().startswith("{") else yamlfile.load(text)
+    if openapi_path is None:  # by its JSON rendering (yamlfile): no YAML parser at a start
+        document = yamlfile.load_file(resources.files("omds_ld.norm") / "data", "openapi.yaml")
+    else:
+        text = openapi_path.read_text("utf-8")
+        document = json.loads(text) if text.lstrip().startswith("{") else yamlfile.load(text)
     norm = Norm(document, openapi_path)
     if openapi_path is not None:  # a file given at start: its schemas are judged at once
         for operation in norm.operations.values():

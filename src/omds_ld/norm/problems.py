@@ -22,8 +22,7 @@ class ProblemType:
 
 def load_problem_types() -> dict[str, ProblemType]:
     """Every problem type of the norm, by slug."""
-    text = resources.files("omds_ld.norm").joinpath("data/problems.yaml").read_text("utf-8")
-    raw = yamlfile.load(text)
+    raw = yamlfile.load_file(resources.files("omds_ld.norm") / "data", "problems.yaml")
     base: str = raw["base"]
     return {
         slug: ProblemType(

@@ -1,7 +1,9 @@
 """How long a start takes, as the one who starts it waits: whole processes, timed from the spawn
 to the answer they wait for, against a bare interpreter's start in the same run.
 
-Arms (each a fresh process, the median of ``--runs``; wall time and the process's own CPU):
+Arms (each a fresh process, the median of ``--runs``; wall time and the process's own CPU;
+with ``--source``, the two trees' starts take turns, and the last column is now ÷ before, of
+the wall time and of the multiple of the bare interpreter):
 
 - ``python -c pass``: the baseline, the interpreter and its site packages;
 - ``omds-ld --version`` and a configuration error (``mcp --stdio`` without ``--name``);
@@ -136,10 +138,19 @@ def serve(folder: Path) -> Start:
     return start
 
 
-def median_of(start: Start, env: dict[str, str], runs: int) -> tuple[float, float]:
-    start(env)  # the first start reads the files from disk: not counted
-    samples = [start(env) for _ in range(runs)]
-    return statistics.median(w for w, _ in samples), statistics.median(c for _, c in samples)
+def medians_of(start: Start, envs: list[dict[str, str]], runs: int) -> list[tuple[float, float]]:
+    """Each environment's median (wall, CPU) of ``runs`` starts, the environments taking turns
+    (one start of each, then again), so that the machine's drift falls on all alike."""
+    for env in envs:
+        start(env)  # the first start reads the files from disk: not counted
+    samples: list[list[tuple[float, float]]] = [[] for _ in envs]
+    for _ in range(runs):
+        for env, taken in zip(envs, samples, strict=True):
+            taken.append(start(env))
+    return [
+        (statistics.median(w for w, _ in taken), statistics.median(c for _, c in taken))
+        for taken in samples
+    ]
 
 
 def environment(source: str | None) -> dict[str, str]:
@@ -177,14 +188,21 @@ def measure(api: str, folder: Path, sources: dict[str, str | None], runs: int) -
     ]
     print(f"start-up, median of {runs} fresh processes "
           "(wall ms, CPU ms, wall as a multiple of the bare interpreter's)")  # fmt: skip
-    print(f"{'':30}" + "".join(f"{name:>28}" for name in sources))
+    compared = len(sources) == 2
+    print(f"{'':30}" + "".join(f"{name:>28}" for name in sources)
+          + (f"{'now/before: wall, multiple':>30}" if compared else ""))  # fmt: skip
     base: dict[str, float] = {}
+    envs = [environment(source) for source in sources.values()]
     for label, start in arms:
         cells = []
-        for name, source in sources.items():
-            wall, cpu = median_of(start, environment(source), runs)
+        multiples = []
+        for name, (wall, cpu) in zip(sources, medians_of(start, envs, runs), strict=True):
             base.setdefault(name, wall)
+            multiples.append((wall, wall / base[name]))
             cells.append(f"{wall * 1000:8.0f} {cpu * 1000:8.0f} {wall / base[name]:8.1f}x")
+        if compared:
+            (now, now_x), (before, before_x) = multiples
+            cells.append(f"{now / before:14.2f} {now_x / before_x:14.2f}")
         print(f"{label:30}" + "".join(f"{c:>28}" for c in cells), flush=True)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from omds_ld.mcp.condense.fields import range_data, range_text
+from omds_ld.mcp.condense.fields import range_data, range_text, value_labels
 from omds_ld.mcp.condense.memory import (
     DEFAULTS_AS_BEFORE,
     UNCHANGED_BY_THIS_CALL,
@@ -18,14 +18,21 @@ from omds_ld.mcp.condense.memory import (
 from omds_ld.mcp.condense.writer import Writer, as_json, count, label, many
 
 
-def attribute_data(w: Writer, attribute: Mapping[str, Any]) -> dict[str, Any]:
+def attribute_data(
+    w: Writer,
+    attribute: Mapping[str, Any],
+    name: str | None = None,
+    meaning: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """An attribute as ``structuredContent`` has it (``name``, ``meaning``: its label and
+    value labels, where the caller has them already)."""
     return {
         "iri": attribute.get("@id"),
         "property": attribute.get("p:property"),
-        "label": label(attribute.get("rdfs:label"), w.language),
+        "label": label(attribute.get("rdfs:label"), w.language) if name is None else name,
         "value": attribute.get("p:value"),
         "required": attribute.get("p:required", False),
-        "range": range_data(attribute, w.language),
+        "range": range_data(attribute, w.language, meaning),
     }
 
 
@@ -36,8 +43,9 @@ def write_attribute(w: Writer, attribute: Mapping[str, Any], indent: int) -> dic
     prop = str(attribute.get("p:property", ""))
     w.shown_properties.add(prop)
     named = prop if w.by_property else w.iri(attribute.get("@id", prop))
-    w.line(f"{name} = {shown} ({range_text(attribute, w.language)}) {named}", indent)
-    return attribute_data(w, attribute)
+    meaning = value_labels(attribute, w.language)
+    w.line(f"{name} = {shown} ({range_text(attribute, w.language, meaning)}) {named}", indent)
+    return attribute_data(w, attribute, name, meaning)
 
 
 def write_node(

@@ -18,13 +18,18 @@ def value_labels(field: Mapping[str, Any], language: str) -> dict[str, str]:
     }
 
 
-def range_text(field: Mapping[str, Any], language: str = "en") -> str:
+def range_text(
+    field: Mapping[str, Any], language: str = "en", meaning: Mapping[str, str] | None = None
+) -> str:
+    """The admissible range as the text writes it (``meaning``: the value labels, where the
+    caller has them already)."""
     parts = []
     datatype = field.get("sh:datatype")
     if datatype and "sh:in" not in field:
         parts.append(local(str(datatype)).replace("xsd:", ""))
     if "sh:in" in field:
-        meaning = value_labels(field, language)
+        if meaning is None:
+            meaning = value_labels(field, language)
         parts.append(
             "one of "
             + ", ".join(f"{v} ({meaning[str(v)]})" if str(v) in meaning else str(v)
@@ -44,23 +49,30 @@ def range_text(field: Mapping[str, Any], language: str = "en") -> str:
     return ", ".join(parts)
 
 
-def range_data(field: Mapping[str, Any], language: str = "en") -> dict[str, Any]:
+_RANGE_KEYS = (
+    ("sh:datatype", "type"),
+    ("sh:in", "in"),
+    ("sh:minInclusive", "min"),
+    ("sh:maxInclusive", "max"),
+    ("sh:minLength", "minLength"),
+    ("sh:maxLength", "maxLength"),
+    ("sh:pattern", "pattern"),
+    ("sh:class", "class"),
+    ("sh:defaultValue", "default"),
+    ("bc:shape", "shapes"),  # the shapes of a node value: a form of its own
+)
+
+
+def range_data(
+    field: Mapping[str, Any], language: str = "en", meaning: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The admissible range as data (``meaning`` as for ``range_text``)."""
     out: dict[str, Any] = {}
-    meaning = value_labels(field, language)
+    if meaning is None:
+        meaning = value_labels(field, language)
     if meaning:
         out["labels"] = meaning
-    for key, name in (
-        ("sh:datatype", "type"),
-        ("sh:in", "in"),
-        ("sh:minInclusive", "min"),
-        ("sh:maxInclusive", "max"),
-        ("sh:minLength", "minLength"),
-        ("sh:maxLength", "maxLength"),
-        ("sh:pattern", "pattern"),
-        ("sh:class", "class"),
-        ("sh:defaultValue", "default"),
-        ("bc:shape", "shapes"),  # the shapes of a node value: a form of its own
-    ):
+    for key, name in _RANGE_KEYS:
         if key in field:
             out[name] = field[key]
     return out
@@ -73,6 +85,7 @@ def write_fields(w: Writer, owner: Mapping[str, Any], indent: int) -> list[dict[
         shown = "" if default is None else f" = {as_json(default)}"
         field_label = label(field.get("sh:name"), w.language)
         path = field.get("sh:path", "—")
-        w.line(f"{field_label}{shown} ({range_text(field, w.language)}) {path}", indent)
-        out.append({"name": path, "label": field_label, **range_data(field, w.language)})
+        meaning = value_labels(field, w.language)
+        w.line(f"{field_label}{shown} ({range_text(field, w.language, meaning)}) {path}", indent)
+        out.append({"name": path, "label": field_label, **range_data(field, w.language, meaning)})
     return out

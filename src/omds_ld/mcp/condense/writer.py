@@ -32,6 +32,8 @@ class Condensed:
 
 def label(value: Any, language: str) -> str:
     """A label in the wanted language, else English, else any."""
+    if value.__class__ is str:  # the most common, first
+        return value
     if isinstance(value, dict) or (not isinstance(value, str) and isinstance(value, Mapping)):
         for key in (language, "en", "de"):
             if key in value:

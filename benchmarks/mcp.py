@@ -221,20 +221,29 @@ async def p50s(calls: list[Callable[[], Awaitable[Any]]], count: int) -> list[fl
 Pids = dict[str, list[int]]
 
 
+CPU_ROUND = 50  # calls of one arm in a row, before the next arm's
+
+
 async def cpu_per_call(
     calls: list[Callable[[], Awaitable[Any]]], arms: list[str], pids: Pids, count: int
 ) -> list[float]:
     """CPU ms per call of each arm, the direct call first: the CPU time of the processes the
-    arm runs in (its MCP server and the interface) over ``count`` calls of it in a row."""
-    figures = []
-    for call, arm in zip(calls, ["direct", *arms], strict=True):
+    arm runs in (its MCP server and the interface) over ``count`` calls of it, in rounds of
+    ``CPU_ROUND`` calls of each arm in turn (the machine's drift falls on every arm alike; a
+    round is long enough for the CPU clock's 10 ms ticks to average out over the rounds)."""
+    labelled = list(zip(calls, ["direct", *arms], strict=True))
+    for call, _ in labelled:
         for _ in range(5):
             await call()
-        before = sum(cpu_seconds(pid) for pid in pids[arm])
-        for _ in range(count):
-            await call()
-        figures.append((sum(cpu_seconds(pid) for pid in pids[arm]) - before) * 1000 / count)
-    return figures
+    spent = [0.0] * len(labelled)
+    rounds = max(1, count // CPU_ROUND)
+    for _ in range(rounds):
+        for index, (call, arm) in enumerate(labelled):
+            before = sum(cpu_seconds(pid) for pid in pids[arm])
+            for _ in range(CPU_ROUND):
+                await call()
+            spent[index] += sum(cpu_seconds(pid) for pid in pids[arm]) - before
+    return [seconds * 1000 / (rounds * CPU_ROUND) for seconds in spent]
 
 
 def share(part: float, whole: float) -> str:
@@ -246,7 +255,7 @@ def share(part: float, whole: float) -> str:
 async def measured(
     calls: list[Callable[[], Awaitable[Any]]], arms: list[str], pids: Pids, count: int
 ) -> tuple[list[float], list[float]]:
-    """Each call's p50 (interleaved) and CPU per call (in a row)."""
+    """Each call's p50 (interleaved) and CPU per call (the arms in turns)."""
     return await p50s(calls, count), await cpu_per_call(calls, arms, pids, count)
 
 
@@ -417,8 +426,8 @@ async def measure(
             f"  {'  adds / FastMCP adds':<27} {'':>7}"
             + "".join(f" {(ms - direct_ms) / peer_adds:>11.2f}" for ms in arms_ms)
         )
-    print(f"CPU per call, {count} calls of each in a row: the MCP server's process and the "
-          "interface's (ms)")  # fmt: skip
+    print(f"CPU per call, {count} calls of each in rounds of {CPU_ROUND}, the arms taking turns: "
+          "the MCP server's process and the interface's (ms)")  # fmt: skip
     print(f"  {'operation':<27} {'direct':>7}" + "".join(f" {arm:>11}" for arm in ARMS))
     for label, _, cpu in latency:
         direct_ms, arms_ms = cpu[0], cpu[1:]

@@ -236,14 +236,15 @@ async def cpu_per_call(
         for _ in range(5):
             await call()
     spent = [0.0] * len(labelled)
-    rounds = max(1, count // CPU_ROUND)
+    size = max(1, min(CPU_ROUND, count))
+    rounds = max(1, count // size)
     for _ in range(rounds):
         for index, (call, arm) in enumerate(labelled):
             before = sum(cpu_seconds(pid) for pid in pids[arm])
-            for _ in range(CPU_ROUND):
+            for _ in range(size):
                 await call()
             spent[index] += sum(cpu_seconds(pid) for pid in pids[arm]) - before
-    return [seconds * 1000 / (rounds * CPU_ROUND) for seconds in spent]
+    return [seconds * 1000 / (rounds * size) for seconds in spent]
 
 
 def share(part: float, whole: float) -> str:

@@ -98,14 +98,17 @@ def test_against_benchmark_runs_the_flows_on_an_earlier_commits_server_and_this_
 
 
 def test_startup_benchmark_times_whole_processes_against_a_bare_interpreter() -> None:
-    out = run("startup.py", "--runs", "1")
+    # this tree against itself as "before": the two take turns, and now ÷ before is printed
+    out = run("startup.py", "--runs", "1", "--source", str(ROOT / "src"))
     for arm in ("python -c pass (baseline)", "omds-ld --version", "a configuration error",
                 "mcp --stdio to initialize", "mcp --stdio to tools/list",
                 "serve to its first 200"):  # fmt: skip
         line = next(line for line in out.splitlines() if line.startswith(arm))
-        # a multiple of the baseline, measured: a number, at least the bare interpreter's
-        multiple = re.search(r"(\d+(?:\.\d+)?) ?x$", line.rstrip())
+        # a multiple of the baseline, measured: a number, at least the bare interpreter's; then
+        # now ÷ before of the wall time and of the multiple
+        multiple = re.search(r"(\d+(?:\.\d+)?) ?x\s+(\d+\.\d+)\s+(\d+\.\d+)$", line.rstrip())
         assert multiple and float(multiple.group(1)) >= (1 if "baseline" not in arm else 0), line
+        assert float(multiple.group(2)) > 0 and float(multiple.group(3)) > 0, line
 
 
 def test_asking_benchmark_sets_a_client_that_can_ask_against_one_that_cannot() -> None:

@@ -73,8 +73,9 @@ def _step_text(
     # body does
     target = str(step["bc:target"])
     body = step.get("bc:body")
+    last = local(target)
     named = (
-        any(str(v) == local(target) for v in arguments.values())
+        any(str(v) == last for v in arguments.values())
         or (isinstance(body, Mapping) and target in body.values())
         or step.get("bc:href") == target  # the call's own URL: the tool names it
     )

@@ -16,8 +16,19 @@ def count(number: int, thing: str) -> str:
 
 
 # a value as the text shows it (JSON): json.dumps with these options makes an encoder per call
-as_json = json.JSONEncoder(ensure_ascii=False).encode
+_AS_JSON = json.JSONEncoder(ensure_ascii=False).encode
 as_compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def as_json(value: Any) -> str:
+    """``value`` in JSON as the standard library writes it (``ensure_ascii=False``); a whole
+    number or a boolean at once (the encoder builds an iterator for every value not a string)."""
+    kind = value.__class__
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    return _AS_JSON(value)
 
 
 @dataclass(frozen=True)

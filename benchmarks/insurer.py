@@ -8,6 +8,8 @@ measures, over real HTTP with keep-alive:
 - the same for GET /healthz, the baseline: what the HTTP stack alone costs on this machine,
 - one validation of the draft in process: pySHACL (the old path, the baseline arm) against the
   compiled constraints that replaced it, with the same report,
+- a draft built and checked in process, as a request does: as an rdflib graph (before) against
+  the plain triple index the compiled checks read now (``omds_ld.insurer.triples``),
 - one check of an application's body in process (policyholder, payment, consent against the
   norm's shapes): pySHACL on the same graph (the baseline arm) against the compiled checks,
 - requests per second on the one worker, sequentially and with 8 concurrent clients.
@@ -114,6 +116,34 @@ def shacl_in_process(count: int) -> tuple[float, float]:
     return statistics.median(samples[0]), statistics.median(samples[1])
 
 
+def build_and_check_in_process(count: int) -> tuple[float, float]:
+    """The p50 of a draft built and checked by the compiled constraints, as a request does it:
+    as an rdflib graph (before) and as the plain triple index (now), interleaved; the same
+    report."""
+    from omds_ld.insurer.data import load_insurers
+    from omds_ld.insurer.draft import Draft, RiskObject
+    from omds_ld.insurer.validation import draft_graph, draft_triples
+    from omds_ld.norm.jsonld import expand_curie
+
+    product = load_insurers()["pfefferminzia"].products["kraftfahrt-2025"]
+    values = {expand_curie(k): v for k, v in SKODA.items() if k != "@type"}
+    draft = Draft.default(product).with_risk_object(
+        RiskObject("1", expand_curie("p:Vehicle"), values)
+    )
+    base = "https://pfefferminzia.example/cases/x/draft"
+    check = product.validator.validate
+    builders = [draft_graph, draft_triples]
+    assert check(draft_graph(product, draft, base)) == check(draft_triples(product, draft, base))
+    samples: list[list[float]] = [[], []]
+    for round_ in range(count + 20):
+        for index, build in enumerate(builders):
+            t0 = time.perf_counter()
+            check(build(product, draft, base))
+            if round_ >= 20:
+                samples[index].append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples[0]), statistics.median(samples[1])
+
+
 def application_in_process(count: int) -> tuple[float, float]:
     """The p50 of one check of an application's body against the norm's shapes: pySHACL on the
     body's graph (the baseline) and the compiled checks the desk uses, interleaved; the graph is
@@ -201,6 +231,13 @@ def main() -> None:
             print(
                 f"  {'compiled constraints (now)':<34} p50 {after:7.3f} ms   "
                 f"x{before / after:5.1f} faster"
+            )
+            graph, triples = build_and_check_in_process(args.requests)
+            print(f"a draft built and checked, as a request does, p50 of {args.requests}:")
+            print(f"  {'as an rdflib graph (before)':<34} p50 {graph:7.3f} ms")
+            print(
+                f"  {'as a triple index (now)':<34} p50 {triples:7.3f} ms   "
+                f"x{graph / triples:5.1f} faster"
             )
             print(f"concurrent, 8 clients, {args.seconds:.0f} s each")
             for label, method, url, payload in (

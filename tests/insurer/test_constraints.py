@@ -15,7 +15,12 @@ from omds_ld.insurer.constraints import NAMED_COMPONENTS, ShapeValidator, compil
 from omds_ld.insurer.data import Product, load_insurers
 from omds_ld.insurer.draft import Draft, RiskObject
 from omds_ld.insurer.shacl import PyShaclValidator, Report
-from omds_ld.insurer.validation import draft_graph, risk_object_graph, risk_object_iri
+from omds_ld.insurer.validation import (
+    draft_graph,
+    draft_triples,
+    risk_object_graph,
+    risk_object_iri,
+)
 from omds_ld.norm import load_norm
 from omds_ld.norm.jsonld import expand_curie
 from omds_ld.norm.shapes import Field, NodeShape
@@ -89,6 +94,10 @@ def test_default_and_filled_drafts_get_the_same_report(product: Product) -> None
     for draft in drafts:
         graph = draft_graph(product, draft, BASE)
         assert compiled.validate(graph) == pyshacl.validate(graph)
+        # the triples as the server validates them: the same report without rdflib's store
+        triples = draft_triples(product, draft, BASE)
+        assert set(triples) == set(graph) and len(triples) == len(graph)
+        assert compiled.validate(triples) == compiled.validate(graph)
     assert not compiled.validate(draft_graph(product, drafts[0], BASE)).conforms
 
 
@@ -135,6 +144,7 @@ def test_generated_bad_input_gets_the_same_report(product: Product) -> None:
             draft = draft.with_risk_object(risk_object(product, merged, number))
         graph = draft_graph(product, draft, BASE)
         assert compiled.validate(graph) == pyshacl.validate(graph)
+        assert compiled.validate(draft_triples(product, draft, BASE)) == compiled.validate(graph)
         for item in draft.risk_objects:
             one = risk_object_graph(product, item, risk_object_iri(BASE, item.id))
             assert risk_compiled.validate(one) == risk_pyshacl.validate(one)

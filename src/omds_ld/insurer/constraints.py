@@ -33,6 +33,7 @@ from rdflib.collection import Collection
 from rdflib.term import Node
 
 from omds_ld.insurer.shacl import PyShaclValidator, Report, Result, clean_report
+from omds_ld.insurer.triples import Data, Triples
 from omds_ld.norm.jsonld import BC
 from omds_ld.norm.shapes import SH
 
@@ -78,7 +79,7 @@ class Focus:
     """What a check is given: the data graph, the focus node, its values of the property, and
     the insurer's today (for ``bc:minimumAge``)."""
 
-    data: Graph
+    data: Data
     node: Node
     values: list[Node]
     today: dt.date
@@ -118,10 +119,11 @@ class ShapeValidator:
             if (path := shapes.value(node, SH.path)) is not None
         )
 
-    def validate(self, data: Graph, today: dt.date | None = None) -> Report:
+    def validate(self, data: Data, today: dt.date | None = None) -> Report:
         if self.compiled is not None:
             return self.compiled.validate(data, today)
-        return self.pyshacl.validate(data).without_values(self.personal)
+        graph = data.graph() if isinstance(data, Triples) else data
+        return self.pyshacl.validate(graph).without_values(self.personal)
 
 
 class CompiledShapes:
@@ -130,7 +132,7 @@ class CompiledShapes:
     def __init__(self, shapes: tuple[_Shape, ...]) -> None:
         self._shapes = shapes
 
-    def validate(self, data: Graph, today: dt.date | None = None) -> Report:
+    def validate(self, data: Data, today: dt.date | None = None) -> Report:
         """The report on ``data``; ``today``: the insurer's day a minimum age is measured on
         (the system's, where not given)."""
         day = today or dt.date.today()
@@ -260,9 +262,9 @@ def _named_checks(shapes: Graph, node: Node) -> list[Check] | None:
     return checks
 
 
-def _focus_nodes(data: Graph, target: URIRef) -> list[Node]:
+def _focus_nodes(data: Data, target: URIRef) -> list[Node]:
     """Instances of the class and of its subclasses, as the data graph states them."""
-    classes = set(data.transitive_subjects(RDFS.subClassOf, target))
+    classes = {c for c in data.transitive_subjects(RDFS.subClassOf, target) if c is not None}
     return sorted({s for c in classes for s in data.subjects(RDF.type, c)}, key=str)
 
 

@@ -1,5 +1,6 @@
 """Drafts and risk objects as RDF, validated against only the shapes they need (by the compiled
-checks of ``omds_ld.insurer.constraints``), and the product's warnings on the draft."""
+checks of ``omds_ld.insurer.constraints``, on their triples as ``omds_ld.insurer.triples``
+indexes them), and the product's warnings on the draft."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from rdflib import RDF, Graph, URIRef
 from omds_ld.insurer.data import Product
 from omds_ld.insurer.draft import Draft, RiskObject
 from omds_ld.insurer.shacl import Report, Result
+from omds_ld.insurer.triples import Data, Triples
 from omds_ld.insurer.warnings import warnings_of
 from omds_ld.norm.jsonld import P
 from omds_ld.norm.shapes import NodeShape, to_literal
 
-__all__ = ["Report", "Result", "draft_graph", "validate_draft", "validate_risk_object"]
+__all__ = [
+    "Report", "Result", "draft_graph", "draft_triples", "validate_draft", "validate_risk_object",
+]  # fmt: skip
 
 HAS_PART = URIRef(P + "hasPart")
 HAS_RISK_OBJECT = URIRef(P + "hasRiskObject")
@@ -30,7 +34,7 @@ def risk_object_iri(base_iri: str, risk_object_id: str) -> str:
     return f"{base_iri}/risk-objects/{risk_object_id}"
 
 
-def add_risk_object(graph: Graph, shape: NodeShape, iri: str, risk_object: RiskObject) -> URIRef:
+def add_risk_object(graph: Data, shape: NodeShape, iri: str, risk_object: RiskObject) -> URIRef:
     ref = URIRef(iri)
     graph.add((ref, RDF.type, URIRef(risk_object.class_iri)))
     for prop, value in risk_object.values.items():
@@ -42,6 +46,18 @@ def add_risk_object(graph: Graph, shape: NodeShape, iri: str, risk_object: RiskO
 def draft_graph(product: Product, draft: Draft, base_iri: str) -> Graph:
     """The draft as RDF, with the same IRIs its JSON-LD form uses."""
     graph = Graph()
+    _add_draft(graph, product, draft, base_iri)
+    return graph
+
+
+def draft_triples(product: Product, draft: Draft, base_iri: str) -> Triples:
+    """The same triples as ``draft_graph``, as the compiled checks read them (no rdflib store)."""
+    triples = Triples()
+    _add_draft(triples, product, draft, base_iri)
+    return triples
+
+
+def _add_draft(graph: Data, product: Product, draft: Draft, base_iri: str) -> None:
     iris = node_iris(product, base_iri)
     root = URIRef(base_iri)
     for node in product.nodes:
@@ -60,13 +76,12 @@ def draft_graph(product: Product, draft: Draft, base_iri: str) -> Graph:
         iri = risk_object_iri(base_iri, risk_object.id)
         ref = add_risk_object(graph, product.risk_object.shape, iri, risk_object)
         graph.add((root, HAS_RISK_OBJECT, ref))
-    return graph
 
 
 def validate_draft(product: Product, draft: Draft, base_iri: str) -> Report:
     """Validate a whole draft against its product's shapes; then its warnings (data that
     contradict each other), which never make it not conform."""
-    report = product.validator.validate(draft_graph(product, draft, base_iri))
+    report = product.validator.validate(draft_triples(product, draft, base_iri))
     if not product.warnings:
         return report
     risk_iris = {r.id: risk_object_iri(base_iri, r.id) for r in draft.risk_objects}
@@ -77,7 +92,9 @@ def validate_draft(product: Product, draft: Draft, base_iri: str) -> Report:
 
 def validate_risk_object(product: Product, risk_object: RiskObject, iri: str) -> Report:
     """Validate one risk object against the product's risk object shape only."""
-    return product.risk_validator.validate(risk_object_graph(product, risk_object, iri))
+    triples = Triples()
+    add_risk_object(triples, product.risk_object.shape, iri, risk_object)
+    return product.risk_validator.validate(triples)
 
 
 def risk_object_graph(product: Product, risk_object: RiskObject, iri: str) -> Graph:

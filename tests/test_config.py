@@ -339,3 +339,16 @@ def test_a_redis_nobody_listens_at_is_one_line_naming_it_and_the_fix(
     assert said.startswith(f"omds-ld: Redis for shared state is not reachable at {url} (")
     assert "leave --redis out for state in memory" in said
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_serve_help_names_the_store_where_serve_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default store's path is worked out when the help is shown (a stdio start never
+    loads what finds it), and it is the one serve uses."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("COLUMNS", "1000")  # argparse wraps at hyphens too: one line each
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    shown = capsys.readouterr().out
+    assert f"(default {tmp_path / 'data' / 'omds-ld' / 'omds-ld.sqlite3'})" in shown

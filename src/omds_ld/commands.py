@@ -253,6 +253,18 @@ def _mcp(args: argparse.Namespace) -> int:
     return 0
 
 
+class _WhenShown:
+    """A value in a help text, worked out only when the help is shown (argparse fills a help
+    text in with ``%``, from its action's attributes): the store's default path needs
+    platformdirs, which a stdio server's start does not load."""
+
+    def __init__(self, value: Callable[[], object]) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return str(self.value())
+
+
 # auth
 
 
@@ -658,7 +670,8 @@ def _add_serve(commands: Commands) -> None:
     add, server = serve.add_argument, _defaults(ServerConfig)
     add("--host", help=f"address to bind (default {server['host']})")
     add("--port", type=int, help=f"port (default {DEFAULT_PORT})")
-    add("--database", help=f"SQLite file of the embedded store (default {default_database()})")
+    store = add("--database", help="SQLite file of the embedded store (default %(store)s)")
+    store.store = _WhenShown(default_database)
     add("--insurers", help="folder of insurer folders (default: the examples)")
     add("--require-token", action="store_true", help="refuse callers without a bearer token")
     add("--access-log", help="append one JSON line per HTTP request to this file")

@@ -30,6 +30,7 @@ NOT_LOADED = (
     "prometheus_client",  # a stdio process has no /metrics
     "jsonschema_rs",  # compiled at the first body it checks
     "yaml",  # the norm's files read by their JSON renderings
+    "platformdirs",  # where serve keeps its store: no store here
     # what the SDK's low-level server loads for its HTTP app: Starlette, the authorization
     # server's routes, the HTTP session manager
     "starlette", "mcp.server.auth", "mcp.server.streamable_http_manager",

@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 DEFAULT_PORT = 9092
 
 
 def default_database() -> Path:
-    """Where the embedded store lives unless told otherwise: the user's data directory."""
+    """Where the embedded store lives unless told otherwise: the user's data directory
+    (platformdirs loaded here: ``omds-ld mcp --stdio`` has no store and never asks)."""
+    import platformdirs
+
     return Path(platformdirs.user_data_dir("omds-ld")) / "omds-ld.sqlite3"
 
 

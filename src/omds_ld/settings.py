@@ -9,7 +9,6 @@ table leaves out keeps the field's default. The dataclasses are the one place de
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -24,6 +23,9 @@ class ConfigError(Exception):
 
 
 def read_toml(path: Path) -> dict[str, Any]:
+    """A configuration file's table (tomllib loaded here: a start without one never reads TOML)."""
+    import tomllib
+
     try:
         return tomllib.loads(path.read_text("utf-8"))
     except OSError as error:

@@ -96,3 +96,21 @@ def test_a_module_loaded_already_is_left_as_it_is(folder: tuple[Path, str]) -> N
     assert not import_without(f"{prefix}_light", [f"{prefix}_heavy"])
     assert sys.modules[f"{prefix}_light"] is light
     assert light.http_app().name == "http"
+
+
+def test_a_start_without_collections_collects_once_it_is_ready() -> None:
+    """A stdio start holds the collector back while it loads; once ready, what it loaded is
+    frozen (out of every later scan) and collections run again."""
+    import gc
+
+    from omds_ld.process import freeze_startup_heap
+
+    gc.disable()
+    try:
+        loaded = [[n] for n in range(1000)]  # objects of the start, tracked by the collector
+        freeze_startup_heap(collect=False)
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= len(loaded)
+    finally:
+        gc.unfreeze()
+        gc.enable()

@@ -229,15 +229,16 @@ def _mcp(args: argparse.Namespace) -> int:
         if problem:
             raise ConfigError(problem)
 
+    if args.stdio:  # a desktop client waits for the start: no SDK client, no uvicorn, no
+        from omds_ld.process import stdio_imports_only  # collection until it is ready
+
+        stdio_imports_only()
     from omds_ld.norm import load_norm
 
     norm = load_norm(config.openapi)
     if args.stdio:
         import asyncio
 
-        from omds_ld.process import stdio_imports_only
-
-        stdio_imports_only()  # a desktop client waits for the start: no SDK client, no uvicorn
         from omds_ld.mcp.stdio import run_stdio  # no HTTP server: a desktop client waits for it
 
         asyncio.run(run_stdio(config, norm))

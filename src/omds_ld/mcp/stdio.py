@@ -58,7 +58,7 @@ async def serve_stdio(connector: Connector) -> None:
     """One connector over stdio: stdout carries only the protocol, logs go to stderr. The
     process knowledge is read when a request needs it, else in the background."""
     connector.learn_in_background()
-    freeze_startup_heap()
+    freeze_startup_heap(collect=False)  # the start's garbage frozen too: initialize waits
     async with stdio_server() as (read_stream, write_stream):
         await connector.server.run(
             read_stream, write_stream, connector.server.create_initialization_options()

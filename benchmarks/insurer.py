@@ -170,8 +170,8 @@ def application_in_process(count: int) -> tuple[float, float]:
         for index in range(2):
             t0 = time.perf_counter()
             graph, _ = check._graph(body)
-            if index == 0:
-                reference.validate(graph)
+            if index == 0:  # pySHACL reads an rdflib graph
+                reference.validate(graph.graph())
             else:
                 check.validator.validate(graph, today)
             if round_ >= 20:

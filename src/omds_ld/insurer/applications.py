@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from rdflib import RDF, Graph, URIRef
+from rdflib import RDF, URIRef
 
 from omds_ld.insurer.constraints import ShapeValidator
 from omds_ld.insurer.problems import FieldError
 from omds_ld.insurer.shacl import Report
+from omds_ld.insurer.triples import Triples
 from omds_ld.norm import Norm
 from omds_ld.norm import consent as consent_rules
 from omds_ld.norm.jsonld import BC, P, expand_curie
@@ -92,9 +93,10 @@ class ApplicationCheck:
         of_consent = tuple(e for e in errors if e.pointer.startswith("/bc:consent"))
         return Checked(tuple(e for e in errors if e not in of_consent), of_consent)
 
-    def _graph(self, body: Mapping[str, Any]) -> tuple[Graph, dict[tuple[str, str], str]]:
-        """The body as a graph, and the pointer of each (node, property) as the body names it."""
-        graph = Graph()
+    def _graph(self, body: Mapping[str, Any]) -> tuple[Triples, dict[tuple[str, str], str]]:
+        """The body's triples (as the compiled checks read them), and the pointer of each
+        (node, property) as the body names it."""
+        graph = Triples()
         root = URIRef(ROOT)
         graph.add((root, RDF.type, URIRef(BC + "ApplicationRequest")))
         pointers: dict[tuple[str, str], str] = {}
@@ -112,7 +114,7 @@ class ApplicationCheck:
         return graph, pointers
 
     def _add(
-        self, graph: Graph, ref: URIRef, target: str, node: Mapping[str, Any], pointer: str,
+        self, graph: Triples, ref: URIRef, target: str, node: Mapping[str, Any], pointer: str,
         pointers: dict[tuple[str, str], str],
     ) -> None:  # fmt: skip
         """A node's fields as its shape declares them (a value of another type is kept as it

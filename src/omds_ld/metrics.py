@@ -122,6 +122,19 @@ class Labels:
         return value if value in allowed else UNKNOWN
 
 
+# each instrument's child by its label values, as ``labels`` makes it (every value is of a fixed
+# set, so these are few): looked up here in a dict, where ``labels`` checks and locks each time
+_children: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+
+def _child(metric: Any, *values: str) -> Any:
+    key = (metric, values)
+    child = _children.get(key)
+    if child is None:
+        child = _children[key] = metric.labels(*values)
+    return child
+
+
 def observe_call(entry: Mapping[str, Any], labels: Labels) -> None:
     """Count one tool call from its request-log entry (each label from its fixed set)."""
     if not _counting[0]:
@@ -132,22 +145,22 @@ def observe_call(entry: Mapping[str, Any], labels: Labels) -> None:
     outcome = labels.value(OUTCOMES, str(entry.get("outcome", "ok")))
     problem = str(entry.get("problem") or "").removeprefix(PROBLEMS)
     problem = problem and labels.value(labels.problems, problem)
-    made.calls.labels(insurer, tool, outcome, problem).inc()
+    _child(made.calls, insurer, tool, outcome, problem).inc()
     if isinstance(entry.get("durationMs"), int | float):
-        made.call_seconds.labels(insurer, tool).observe(float(entry["durationMs"]) / 1000)
+        _child(made.call_seconds, insurer, tool).observe(float(entry["durationMs"]) / 1000)
     provenance = entry.get("provenance") or {}
     if outcome == "replayed":
-        made.replays.labels(insurer, "mcp").inc()
+        _child(made.replays, insurer, "mcp").inc()
     elif provenance.get("replayed") is True:
-        made.replays.labels(insurer, "insurer").inc()
+        _child(made.replays, insurer, "insurer").inc()
     if "fromCache" in provenance:
-        made.cache.labels(insurer, "hit" if provenance["fromCache"] else "miss").inc()
+        _child(made.cache, insurer, "hit" if provenance["fromCache"] else "miss").inc()
 
 
 def observe_insurer(insurer: str, method: str, status: int, seconds: float) -> None:
     if _counting[0]:
         status_class = f"{status // 100}xx" if status else "none"
-        _instruments().insurer_seconds.labels(insurer, method, status_class).observe(seconds)
+        _child(_instruments().insurer_seconds, insurer, method, status_class).observe(seconds)
 
 
 def refused(insurer: str, reason: str) -> None:

@@ -198,3 +198,31 @@ def test_a_tool_call_answered_beside_the_sdk_is_answered_as_the_sdk_answers_it(
     premium = answers["plain"][5]["result"]["structuredContent"]
     assert premium["premium"]["gross"] == 1684.88
     assert answers["plain"][-1]["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize(
+    ("accept", "direct"),
+    [
+        ("*/*", True),
+        ("application/*;q=0.9, text/event-stream", True),
+        ("Application/JSON ; charset=utf-8, text/event-stream", True),
+        ("text/event-stream", False),
+        ("text/html, application/xml", False),
+    ],
+)
+def test_a_call_is_answered_beside_the_sdk_only_where_its_accept_admits_json(
+    accept: str, direct: bool, server: ExampleServer
+) -> None:
+    """The Accept header is read as the SDK reads it (wildcards, case, parameters): a call that
+    admits JSON is answered in JSON beside the SDK; one that does not is left to the SDK, which
+    refuses it as it refuses any such request."""
+    with httpx.Client(timeout=30) as http:
+        session = Session(http, server.mcp("pfefferminzia"), {})
+        message = session.message("tools/call", {"name": "listProducts", "arguments": {}})
+        answer = http.post(session.url, headers={**session.headers, "Accept": accept}, json=message)
+    if direct:
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["content-type"].split(";")[0] == "application/json"
+        assert answer.json()["result"]["structuredContent"]["operation"] == "listProducts"
+    else:
+        assert answer.status_code == 406, answer.text

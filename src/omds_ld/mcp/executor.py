@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import datetime as dt
+import functools
 import hashlib
 import json
 import logging
@@ -847,7 +848,13 @@ class _Request:
     query: dict[str, Any]
     body: Any
     key: str | None
-    fingerprint: str
+    name: str
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """Worked out only for a call with an idempotency key (the only one it is kept for)."""
+        named = [self.name, self.path, self.query, self.body]
+        return hashlib.sha256(json.dumps(named, sort_keys=True).encode()).hexdigest()
 
     @classmethod
     def of(cls, spec: ToolSpec, arguments: Mapping[str, Any]) -> _Request:
@@ -858,10 +865,7 @@ class _Request:
         if operation.request_schema is not None and body is None and operation.method != "GET":
             body = {}
         key = arguments.get("idempotencyKey")
-        fingerprint = hashlib.sha256(
-            json.dumps([spec.name, path, query, body], sort_keys=True).encode()
-        ).hexdigest()
-        return cls(path, query, body, str(key) if key else None, fingerprint)
+        return cls(path, query, body, str(key) if key else None, spec.name)
 
 
 def _log_scope(log: dict[str, Any], condensed: Condensed) -> None:

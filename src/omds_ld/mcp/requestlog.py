@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+import orjson
+
 from omds_ld import metrics
 
 log = logging.getLogger("omds_ld.requests")
@@ -32,8 +34,10 @@ class RequestLog:
 
     def write(self, entry: Mapping[str, Any]) -> None:
         metrics.observe_call(entry, self.labels)
-        # ASCII: a name a caller sent (a lone surrogate, say) cannot break the line
-        line = json.dumps(entry, separators=(",", ":"), default=str)
+        try:
+            line = orjson.dumps(entry, default=str).decode()
+        except TypeError:  # a lone surrogate a caller sent, say: written in ASCII escapes
+            line = json.dumps(entry, separators=(",", ":"), default=str)
         if len(line) > MAX_LINE:  # names only, so never in practice: but no call floods the log
             cut = {k: entry.get(k) for k in ("time", "insurer", "tool", "outcome", "status")}
             line = json.dumps({**cut, "cut": len(line)}, ensure_ascii=False, default=str)

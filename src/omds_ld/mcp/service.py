@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import mcp_types as types
-from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.inbound import InboundModernRoute, classify_inbound_request
@@ -599,7 +599,7 @@ def _direct_call(
     request_id = message.get("id")
     if message.get("method") != "tools/call" or isinstance(request_id, bool):
         return None
-    has_json, _ = check_accept_headers(request)
+    has_json = _accepts_json(request.headers.get("accept", ""))
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if not isinstance(request_id, (int, str)) or not has_json or content_type != "application/json":
         return None
@@ -611,11 +611,9 @@ def _direct_call(
             exchange.initialize
         ):
             return None
-        try:
-            opening = json.loads(exchange.initialize) if exchange.initialize else {}
-        except ValueError:
+        declared = _session_capabilities(exchange.initialize or "")
+        if declared is None:
             return None
-        capabilities = opening.get("capabilities") if isinstance(opening, Mapping) else None
     else:  # 2026-07-28: the envelope each request carries, checked as the SDK checks it
         if version not in MODERN_PROTOCOL_VERSIONS or any(
             name.startswith("mcp-param-") for name in request.headers
@@ -624,16 +622,40 @@ def _direct_call(
         route = classify_inbound_request(message, headers=request.headers)
         if not isinstance(route, InboundModernRoute):
             return None
-        capabilities = route.client_capabilities
+        try:
+            declared = types.ClientCapabilities.model_validate(
+                route.client_capabilities or {}, by_name=False
+            )
+        except ValueError:  # pydantic's ValidationError is one: the SDK says what is wrong
+            return None
     # a client that can be asked is answered here too: only a binding call asks, and those the
     # SDK answers (SessionBinding._answer_directly)
     try:
         validate_client_request("tools/call", version, message.get("params"))
         params = types.CallToolRequestParams.model_validate(message.get("params"), by_name=False)
-        declared = types.ClientCapabilities.model_validate(capabilities or {}, by_name=False)
     except (ValueError, KeyError):  # pydantic's ValidationError is one: the SDK says what is wrong
         return None
     return request_id, params, version, declared
+
+
+@functools.lru_cache(maxsize=256)  # a client sends the same Accept at every call
+def _accepts_json(accept: str) -> bool:
+    """Whether an Accept header admits JSON, with the wildcards of RFC 9110 (as the SDK reads
+    it: parameters such as q are not weighed)."""
+    types = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return not types.isdisjoint(("application/json", "application/*", "*/*"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _session_capabilities(initialize: str) -> types.ClientCapabilities | None:
+    """The capabilities a session's client declared in its initialize (None: none that can be
+    read), read once per session rather than at each of its calls (the model is only read)."""
+    try:
+        opening = json.loads(initialize) if initialize else {}
+        capabilities = opening.get("capabilities") if isinstance(opening, Mapping) else None
+        return types.ClientCapabilities.model_validate(capabilities or {}, by_name=False)
+    except ValueError:  # pydantic's ValidationError is one
+        return None
 
 
 def _message(body: bytes) -> Any:
@@ -786,6 +808,7 @@ def _initialize_params(message: Any) -> dict[str, Any]:
     return {k: params[k] for k in ("protocolVersion", "capabilities", "clientInfo") if k in params}
 
 
+@functools.lru_cache(maxsize=4096)  # asked at each call of a session: read once per session
 def _negotiated(initialize: str) -> str:
     try:
         version = json.loads(initialize).get("protocolVersion")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextvars
-import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -264,7 +263,7 @@ class Upstream:
         now = time.time()
         meta = {"gen": generation, "etag": etag, "fresh_until": now + fresh, "stored": now}
         ttl = max(fresh, self.revalidate_ttl if etag else 0.0)
-        await self.state.set(key, json.dumps(meta).encode() + b"\n" + content, ttl)
+        await self.state.set(key, jsonwire.dumps(meta) + b"\n" + content, ttl)
 
 
 def _freshness(answer: RawAnswer, default_ttl: float) -> float | None:

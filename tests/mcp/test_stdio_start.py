@@ -6,6 +6,7 @@ read from ``python -X importtime``."""
 from __future__ import annotations
 
 import json
+import os
 import selectors
 import socket
 import subprocess
@@ -152,3 +153,48 @@ def test_a_desktop_clients_version_question_loads_nothing(tmp_path: Path) -> Non
     loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert "omds_ld" in loaded  # the package, for its version
     assert not {"omds_ld.commands", "argparse", "omds_ld.mcp.config"} & loaded, sorted(loaded)
+
+
+@pytest.mark.parametrize(("setting", "looked_for"), [(None, False), ("", True)])
+def test_a_stdio_start_looks_for_pydantic_plugins_only_where_asked_to(
+    setting: str | None,
+    looked_for: bool,
+    silent_insurer: tuple[str, list[socket.socket]],
+    tmp_path: Path,
+) -> None:
+    """pydantic reads every installed distribution's entry points for its plugins as it builds
+    its first model; a stdio start goes without (``PYDANTIC_DISABLE_PLUGINS`` unset), and one
+    where the variable is set, empty too, leaves it to pydantic. The plugin here is a real one,
+    installed as a distribution on the path, that leaves a mark when pydantic loads it."""
+    installed = tmp_path / "site"
+    (installed / "marking_plugin-1.0.dist-info").mkdir(parents=True)
+    (installed / "marking_plugin-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: marking-plugin\nVersion: 1.0\n"
+    )
+    (installed / "marking_plugin-1.0.dist-info" / "entry_points.txt").write_text(
+        "[pydantic]\nmarking = marking_plugin:plugin\n"
+    )
+    mark = tmp_path / "loaded"
+    (installed / "marking_plugin.py").write_text(
+        f"import pathlib\npathlib.Path({str(mark)!r}).touch()\n"
+        "class Plugin:\n"
+        "    def new_schema_validator(self, *args, **kwargs):\n"
+        "        return None, None, None\n"
+        "plugin = Plugin()\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    environment["PYTHONPATH"] = str(installed)
+    if setting is not None:
+        environment["PYDANTIC_DISABLE_PLUGINS"] = setting
+    api, _ = silent_insurer
+    with (tmp_path / "stderr.log").open("wb") as errors:
+        process = started(subprocess.Popen(
+            [sys.executable, "-m", "omds_ld.cli", "mcp", "--stdio", "--api", api,
+             "--name", "pfefferminzia"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=environment,
+        ))  # fmt: skip
+    try:
+        assert _answer(process, INITIALIZE, within=60)["result"]["serverInfo"]["name"]
+    finally:
+        _end(process)
+    assert mark.exists() is looked_for, (tmp_path / "stderr.log").read_text()[-2000:]

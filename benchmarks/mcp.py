@@ -222,6 +222,8 @@ Pids = dict[str, list[int]]
 
 
 CPU_ROUND = 50  # calls of one arm in a row, before the next arm's
+# seconds from the start of one call to the next in the CPU rounds (--pace-ms); 0: back to back
+PACE = [0.0]
 
 
 async def cpu_per_call(
@@ -242,7 +244,10 @@ async def cpu_per_call(
         for index, (call, arm) in enumerate(labelled):
             before = sum(cpu_seconds(pid) for pid in pids[arm])
             for _ in range(size):
+                started = time.perf_counter()
                 await call()
+                if PACE[0]:
+                    await asyncio.sleep(max(0.0, PACE[0] - (time.perf_counter() - started)))
             spent[index] += sum(cpu_seconds(pid) for pid in pids[arm]) - before
     return [seconds * 1000 / (rounds * size) for seconds in spent]
 
@@ -427,8 +432,9 @@ async def measure(
             f"  {'  adds / FastMCP adds':<27} {'':>7}"
             + "".join(f" {(ms - direct_ms) / peer_adds:>11.2f}" for ms in arms_ms)
         )
-    print(f"CPU per call, {count} calls of each in rounds of {CPU_ROUND}, the arms taking turns: "
-          "the MCP server's process and the interface's (ms)")  # fmt: skip
+    paced = f", one every {PACE[0] * 1000:g} ms" if PACE[0] else ""
+    print(f"CPU per call, {count} calls of each in rounds of {CPU_ROUND}{paced}, the arms taking "
+          "turns: the MCP server's process and the interface's (ms)")  # fmt: skip
     print(f"  {'operation':<27} {'direct':>7}" + "".join(f" {arm:>11}" for arm in ARMS))
     for label, _, cpu in latency:
         direct_ms, arms_ms = cpu[0], cpu[1:]
@@ -685,7 +691,15 @@ def main() -> None:
         default=10,
         help="insurers of the comparison (benchmarks/comparison.py); 0: none",
     )
+    parser.add_argument(
+        "--pace-ms",
+        type=float,
+        default=0.0,
+        help="CPU rounds: one call every so many ms, as a lone agent's calls come (default: "
+        "back to back; a process that waited between requests runs the next one slower)",
+    )
     args = parser.parse_args()
+    PACE[0] = args.pace_ms / 1000
     with tempfile.TemporaryDirectory() as folder:
         server = ExampleServer(
             Path(folder) / "bench.sqlite3",

@@ -94,13 +94,17 @@ class Sessionless:
 
 
 def _steady(value: Any) -> Any:
-    """An answer without what differs by the moment it was made (an age, a duration)."""
+    """An answer without what differs by the moment it was made (an age, a duration, how long
+    it may be reused)."""
     if isinstance(value, dict):
         return {k: _steady(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
         return [_steady(v) for v in value]
     if isinstance(value, str):
-        return re.sub(r"\b\d+ s\b", "N s", value)
+        # how long a cached read may be reused is of the moment too: one read at the end of its
+        # minute has 0 s left ("not to be reused"), the same read a second earlier has 1 s
+        value = re.sub(r"\b\d+ s\b", "N s", value)
+        return re.sub(r"reusable N s|not to be reused: ask again", "REUSE", value)
     return value
 
 

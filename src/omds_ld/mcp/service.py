@@ -642,8 +642,8 @@ def _direct_call(
 def _accepts_json(accept: str) -> bool:
     """Whether an Accept header admits JSON, with the wildcards of RFC 9110 (as the SDK reads
     it: parameters such as q are not weighed)."""
-    types = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-    return not types.isdisjoint(("application/json", "application/*", "*/*"))
+    media = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return not media.isdisjoint(("application/json", "application/*", "*/*"))
 
 
 @functools.lru_cache(maxsize=4096)

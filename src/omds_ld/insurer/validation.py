@@ -9,7 +9,7 @@ from rdflib import RDF, Graph, URIRef
 from omds_ld.insurer.data import Product
 from omds_ld.insurer.draft import Draft, RiskObject
 from omds_ld.insurer.shacl import Report, Result
-from omds_ld.insurer.triples import Data, Triples
+from omds_ld.insurer.triples import Triples
 from omds_ld.insurer.warnings import warnings_of
 from omds_ld.norm.jsonld import P
 from omds_ld.norm.shapes import NodeShape, to_literal
@@ -34,7 +34,7 @@ def risk_object_iri(base_iri: str, risk_object_id: str) -> str:
     return f"{base_iri}/risk-objects/{risk_object_id}"
 
 
-def add_risk_object(graph: Data, shape: NodeShape, iri: str, risk_object: RiskObject) -> URIRef:
+def add_risk_object(graph: Triples, shape: NodeShape, iri: str, risk_object: RiskObject) -> URIRef:
     ref = URIRef(iri)
     graph.add((ref, RDF.type, URIRef(risk_object.class_iri)))
     for prop, value in risk_object.values.items():
@@ -44,20 +44,14 @@ def add_risk_object(graph: Data, shape: NodeShape, iri: str, risk_object: RiskOb
 
 
 def draft_graph(product: Product, draft: Draft, base_iri: str) -> Graph:
-    """The draft as RDF, with the same IRIs its JSON-LD form uses."""
-    graph = Graph()
-    _add_draft(graph, product, draft, base_iri)
-    return graph
+    """The draft as an rdflib graph (for pySHACL), with the same IRIs its JSON-LD form uses."""
+    return draft_triples(product, draft, base_iri).graph()
 
 
 def draft_triples(product: Product, draft: Draft, base_iri: str) -> Triples:
-    """The same triples as ``draft_graph``, as the compiled checks read them (no rdflib store)."""
-    triples = Triples()
-    _add_draft(triples, product, draft, base_iri)
-    return triples
-
-
-def _add_draft(graph: Data, product: Product, draft: Draft, base_iri: str) -> None:
+    """The draft's triples as the compiled checks read them (no rdflib store), with the same
+    IRIs its JSON-LD form uses."""
+    graph = Triples()
     iris = node_iris(product, base_iri)
     root = URIRef(base_iri)
     for node in product.nodes:
@@ -76,6 +70,7 @@ def _add_draft(graph: Data, product: Product, draft: Draft, base_iri: str) -> No
         iri = risk_object_iri(base_iri, risk_object.id)
         ref = add_risk_object(graph, product.risk_object.shape, iri, risk_object)
         graph.add((root, HAS_RISK_OBJECT, ref))
+    return graph
 
 
 def validate_draft(product: Product, draft: Draft, base_iri: str) -> Report:
@@ -92,13 +87,16 @@ def validate_draft(product: Product, draft: Draft, base_iri: str) -> Report:
 
 def validate_risk_object(product: Product, risk_object: RiskObject, iri: str) -> Report:
     """Validate one risk object against the product's risk object shape only."""
+    return product.risk_validator.validate(risk_object_triples(product, risk_object, iri))
+
+
+def risk_object_triples(product: Product, risk_object: RiskObject, iri: str) -> Triples:
+    """One risk object's triples, alone."""
     triples = Triples()
     add_risk_object(triples, product.risk_object.shape, iri, risk_object)
-    return product.risk_validator.validate(triples)
+    return triples
 
 
 def risk_object_graph(product: Product, risk_object: RiskObject, iri: str) -> Graph:
-    """One risk object as RDF, alone."""
-    graph = Graph()
-    add_risk_object(graph, product.risk_object.shape, iri, risk_object)
-    return graph
+    """One risk object as an rdflib graph, alone (for pySHACL)."""
+    return risk_object_triples(product, risk_object, iri).graph()

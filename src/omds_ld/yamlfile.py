@@ -62,12 +62,12 @@ def load_file(folder: Traversable, name: str) -> Any:
 
 def main(paths: list[str]) -> int:
     """Write each YAML file's rendering beside it (``openapi.yaml`` → ``openapi.yaml.json``)."""
+    import yaml
+
     failed = 0
     for name in paths:
         path = Path(name)
         target = path.with_name(path.name + ".json")
-        import yaml
-
         try:
             text = rendering_of(path.read_text("utf-8"))
         except (ValueError, yaml.YAMLError) as error:

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 VERSION = 1
 MAX_SHAPES = 24  # the latest named (at most 31 fit the first byte)
@@ -32,6 +34,7 @@ _SHAPE = 3
 _PART = 2 + 4
 
 
+@functools.lru_cache(maxsize=2048)  # of IRIs and parts' keys: the same ones call after call
 def _digest(text: str, size: int = 2) -> bytes:
     return hashlib.sha256(text.encode()).digest()[:size]
 
@@ -116,6 +119,10 @@ class _Parts(Mapping[str, str]):
         if key.endswith(STEPS):
             raise KeyError(key)
         return self._parts[_digest(key)].hex()
+
+    def get(self, key: str, default: Any = None) -> Any:  # Mapping's goes by KeyError: slower
+        shown = None if key.endswith(STEPS) else self._parts.get(_digest(key))
+        return default if shown is None else shown.hex()
 
     def __iter__(self) -> Iterator[str]:
         return iter(())  # the keys themselves are not in the token

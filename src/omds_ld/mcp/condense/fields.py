@@ -14,7 +14,7 @@ def value_labels(field: Mapping[str, Any], language: str) -> dict[str, str]:
     return {
         str(item.get("p:value")): label(item.get("rdfs:label"), language)
         for item in many(field.get("p:valueLabel"))
-        if isinstance(item, Mapping)
+        if item.__class__ is dict or isinstance(item, Mapping)  # JSON's dicts at once
     }
 
 

@@ -26,7 +26,9 @@ def write_next_steps(
     if len(usable) < len(steps):
         w.missing(f"bc:operation or bc:target of {len(steps) - len(usable)} next step(s)")
     kept, precision = bound(usable, MAX_NEXT_STEPS, "call the tool again with full=true")
-    all_arguments = [{**(given or {}), **step_arguments_of(step)} for step in kept]
+    all_arguments = [
+        {**given, **step_arguments_of(step)} if given else step_arguments_of(step) for step in kept
+    ]
     common = (
         {k: v for k, v in all_arguments[0].items() if all(a.get(k) == v for a in all_arguments)}
         if len(kept) > 1
@@ -68,14 +70,14 @@ def _step_text(
 ) -> str | None:
     """A step's line: tool · target · expected shapes · its own arguments · ready body (None:
     it is only a tool and the arguments that name its target, for a line of such steps)."""
-    expects = list(many(step.get("bc:expects")))
+    expects = many(step.get("bc:expects"))
     # the target is left out where an argument names it (as its last segment) or the ready
     # body does
     target = str(step["bc:target"])
     body = step.get("bc:body")
     last = local(target)
     named = (
-        any(str(v) == last for v in arguments.values())
+        last in map(str, arguments.values())
         or (isinstance(body, Mapping) and target in body.values())
         or step.get("bc:href") == target  # the call's own URL: the tool names it
     )
@@ -105,7 +107,7 @@ def _step_entry(w: Writer, step: Mapping[str, Any], arguments: Mapping[str, Any]
     entry: dict[str, Any] = {"tool": step["bc:operation"], "target": step["bc:target"]}
     if arguments:
         entry["arguments"] = dict(arguments)
-    expects = list(many(step.get("bc:expects")))
+    expects = many(step.get("bc:expects"))
     if expects:
         entry["expects"] = expects
         stated = w.stated.get(str(step["bc:operation"]))
@@ -131,11 +133,8 @@ def step_lines(w: Writer, texts: list[str]) -> None:
     if len(again) < 2:
         again = []
     # without a memory: the steps on a part of the case the call kept were offered before it
-    kept = [
-        t
-        for t in texts
-        if t not in again and all(w.effects.keeps_part_of(tool) for tool in _tools_of(t))
-    ]
+    keeps = w.effects.keeps_part_of
+    kept = [t for t in texts if t not in again and all(map(keeps, _tools_of(t)))]
     if len(kept) < 2:
         kept = []
     # in a broker session: lines shown the same (below its ~) for another insurer
@@ -203,7 +202,9 @@ def add_plain(lines: list[str | Plain], tool: str, arguments: Mapping[str, Any])
 
 def step_arguments_of(step: Mapping[str, Any]) -> dict[str, Any]:
     parameters = step.get("bc:parameters")
-    arguments = dict(sorted(parameters.items())) if isinstance(parameters, Mapping) else {}
+    if parameters.__class__ is not dict and not isinstance(parameters, Mapping):
+        return {}
+    arguments = dict(sorted(parameters.items()) if len(parameters) > 1 else parameters)
     for key in ("offset", "limit"):
         if key in arguments and str(arguments[key]).isdigit():
             arguments[key] = int(arguments[key])

@@ -100,6 +100,7 @@ class Writer:
         self.lines: list[str] = []
         self.data: dict[str, Any] = {}
         self.base: str | None = None
+        self._below = "\0"  # base + "/": what an IRI below it starts with (none before one)
         self._declared_at = 0
         self._abbreviated: list[str] = []
         # in an inquiry's instance, attributes are named by property and nodes by what they are
@@ -131,15 +132,17 @@ class Writer:
     def abbreviate_below(self, base: str) -> None:
         """Write IRIs below ``base`` as ``~/...`` in the text (the structured form keeps them whole)."""
         self.base = base.rstrip("/")
+        self._below = self.base + "/"
         self._declared_at = len(self.lines)
         self._abbreviated = []
         self.line(f"~ = {self.base}")
 
     def iri(self, iri: Any) -> str:
-        text = str(iri)
-        if self.base and (text == self.base or text.startswith(self.base + "/")):
-            self._abbreviated.append("~" + text[len(self.base) :])
-            return self._abbreviated[-1]
+        text = iri if iri.__class__ is str else str(iri)
+        if self.base and (text.startswith(self._below) or text == self.base):
+            short = "~" + text[len(self.base) :]
+            self._abbreviated.append(short)
+            return short
         return text
 
     def settle_abbreviation(self) -> None:

@@ -415,26 +415,32 @@ class SessionBinding:
             # the whole structured answer in _meta is JSON already (read from the insurer's
             # JSON): it goes on as it is, not through pydantic's dump twice
             meta = dict(result.meta or {})
-            dumped = result.model_dump(
-                by_alias=True, mode="json", exclude_none=True, exclude={"meta"}
-            )
-            shaped = serialize_server_result("tools/call", version, dumped)
             if version in MODERN_PROTOCOL_VERSIONS:  # the server's stamp, as the SDK's runner
                 meta[SERVER_INFO_META_KEY] = self.connector.server.server_info_stamp
-            if meta:
-                shaped["_meta"] = meta
-            answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": shaped}
+            plain = _plain_result(result, version)
+            try:
+                encoded = None if plain is None else _encoded(request_id, plain, meta)
+            except TypeError:  # a value only pydantic's dump makes JSON of
+                encoded = None
+            if encoded is None:
+                dumped = result.model_dump(
+                    by_alias=True, mode="json", exclude_none=True, exclude={"meta"}
+                )
+                shaped = serialize_server_result("tools/call", version, dumped)
+                encoded = _encoded(request_id, shaped, meta)
         except Exception:
             log.exception("%s: a tool call answered directly failed", self.name)
-            answer = {
-                "jsonrpc": "2.0",
-                "id": request_id,
-                "error": {"code": INTERNAL_ERROR, "message": "Internal error"},
-            }
+            encoded = jsonwire.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": {"code": INTERNAL_ERROR, "message": "Internal error"},
+                }
+            )
         finally:
             if token is not None:
                 detach(token)
-        await _answer_json(exchange, answer)
+        await _answer_json(exchange, encoded)
         return True
 
     # a new session
@@ -560,9 +566,57 @@ class SessionBinding:
 _TOO_DEEP = object()  # a message nested deeper than JSON can be read
 
 
-async def _answer_json(exchange: _Exchange, answer: Mapping[str, Any]) -> None:
+def _encoded(request_id: types.RequestId, shaped: dict[str, Any], meta: Mapping[str, Any]) -> bytes:
+    """A tool call's JSON-RPC answer in JSON."""
+    if meta:
+        shaped["_meta"] = meta
+    return jsonwire.dumps({"jsonrpc": "2.0", "id": request_id, "result": shaped})
+
+
+# what a result of text and structuredContent has set (tool_result, without_answer)
+_PLAIN_RESULT = frozenset({"content", "structured_content", "is_error", "meta"})
+
+
+def _plain_result(result: Any, version: str) -> dict[str, Any] | None:
+    """A tool result of text blocks and structuredContent (every answer and refusal of the
+    norm's) written as the SDK's serializer writes it for ``version``, without pydantic's
+    dump and validation in between; None for any other result (the SDK's serializer shapes
+    it). ``_meta`` is left to the caller."""
+    if result.__class__ is not types.CallToolResult or result.model_fields_set - _PLAIN_RESULT:
+        return None
+    content = []
+    for block in result.content:
+        if block.__class__ is not types.TextContent or block.model_fields_set - {"type", "text"}:
+            return None
+        content.append({"text": block.text, "type": "text"})
+    shaped: dict[str, Any] = {"content": content, "isError": result.is_error}
+    if version in MODERN_PROTOCOL_VERSIONS:
+        shaped["resultType"] = "complete"
+    if result.structured_content is not None:
+        shaped["structuredContent"] = result.structured_content
+    return shaped
+
+
+# the params of the plainest call: a tool's name and its arguments, nothing else
+_PLAIN_PARAMS = frozenset({"name", "arguments"})
+
+
+def _plain_params(params: Any) -> types.CallToolRequestParams | None:
+    """The params of a call with a tool's name and its arguments as an object and nothing else,
+    taken as they are: both eras' schemas admit them as they are, so the SDK's validation finds
+    nothing in them. None for any other params (the SDK's validation reads them)."""
+    if params.__class__ is not dict or not params.keys() <= _PLAIN_PARAMS:
+        return None
+    name, arguments = params.get("name"), params.get("arguments")
+    if name.__class__ is not str or not (arguments is None or arguments.__class__ is dict):
+        return None
+    return types.CallToolRequestParams.model_construct(name=name, arguments=arguments)
+
+
+async def _answer_json(exchange: _Exchange, answer: Mapping[str, Any] | bytes) -> None:
     """A JSON-RPC answer of the endpoint's own, in JSON (200), with the session it names."""
-    encoded = jsonwire.dumps(answer)  # any string the caller sent encodes (jsonwire)
+    # any string the caller sent encodes (jsonwire)
+    encoded = answer if isinstance(answer, bytes) else jsonwire.dumps(answer)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(encoded)).encode()),
@@ -630,11 +684,15 @@ def _direct_call(
             return None
     # a client that can be asked is answered here too: only a binding call asks, and those the
     # SDK answers (SessionBinding._answer_directly)
-    try:
-        validate_client_request("tools/call", version, message.get("params"))
-        params = types.CallToolRequestParams.model_validate(message.get("params"), by_name=False)
-    except (ValueError, KeyError):  # pydantic's ValidationError is one: the SDK says what is wrong
-        return None
+    params = _plain_params(message.get("params"))
+    if params is None:
+        try:
+            validate_client_request("tools/call", version, message.get("params"))
+            params = types.CallToolRequestParams.model_validate(
+                message.get("params"), by_name=False
+            )
+        except (ValueError, KeyError):  # pydantic's ValidationError is one: the SDK says what
+            return None
     return request_id, params, version, declared
 
 

@@ -909,6 +909,7 @@ def _profile_gap(answer: Mapping[str, Any]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)  # a session's every call names it the same
 def session_ref(session: str | None) -> str | None:
     """How the request log names a session: a hash, never the id a caller could use."""
     if session is None:

@@ -8,6 +8,14 @@ flow through the MCP endpoint of ``serve``. Rounds alternate between the two ser
 moment of a noisy machine falls on both. Prints per round flows/s and the server's CPU per flow,
 then each arm's ratio (now over before, the median of the rounds).
 
+``--calls N`` then compares one call at a time, as a model's host makes them: N calls each of
+readCalculation and calculatePremium through the SDK's ``Client`` (a 2025-11-25 session) and the
+same requests sent to the interface directly, every arm of both servers taking turns in rounds of
+50; prints the server's CPU per call, what the MCP layer adds to the direct call, and that added
+CPU now over before. A change of the MCP layer's per-call work shows here at a few percent (two
+runs of the same tree differ by ±4 % at 1500 calls), where a warm loop in one process misses
+what a server pays when it comes back to a call after the client's own milliseconds.
+
 The earlier sources are taken with ``git archive`` and run with this environment's packages: a
 commit that needs other dependencies than the installed ones cannot be measured this way. Run:
 ``.venv/bin/python benchmarks/against.py [--before REV] [--flows N] [--seconds S] [--rounds N]``.
@@ -18,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import io
 import os
 import statistics
@@ -26,16 +36,20 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 # This folder holds an mcp.py: it must not shadow the mcp package; the repository is needed.
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks")]
 
 import httpx  # noqa: E402
+from mcp import Client  # noqa: E402
 
 from benchmarks.load import cpu_seconds, interface_flow, light_flow  # noqa: E402
+from tests.insurer.test_flows import SKODA  # noqa: E402
+from tests.mcp.test_errors import PRODUCT  # noqa: E402
 from tests.servers import ExampleServer  # noqa: E402
 
 FILED = "3dfe4ac^"  # main when #20 was filed: validation by pySHACL on every request
@@ -120,10 +134,73 @@ def alternating(
     return rates, cpus
 
 
+CALL_ROUND = 50  # calls of one arm in a row, before the next arm's
+CALLED = ("readCalculation", "calculatePremium")
+LD = {"Accept": "application/ld+json"}
+
+
+async def per_call(servers: Mapping[str, ExampleServer], count: int) -> None:
+    """CPU per call of each server's process, through MCP (the SDK's client) and directly, the
+    arms taking turns in rounds; then what MCP adds, now over before (``--calls``)."""
+    spent: dict[tuple[str, str, str], float] = {}
+    arms: list[tuple[tuple[str, str, str], int, Callable[[], Awaitable[Any]]]] = []
+    async with contextlib.AsyncExitStack() as stack:
+        direct = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
+        for name, server in servers.items():
+            assert server.process is not None
+            client = await stack.enter_async_context(
+                Client(server.mcp("pfefferminzia"), mode="legacy")
+            )
+            created = await client.call_tool(
+                "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
+            )
+            case = created.structured_content["case"]["caseId"]
+            await client.call_tool("createRiskObject", {"caseId": case, "body": SKODA})
+            cases = f"{server.api('pfefferminzia')}/calculations/{case}"
+            requests = {
+                "readCalculation": functools.partial(direct.get, cases, headers=LD),
+                "calculatePremium": functools.partial(direct.post, f"{cases}/premium", headers=LD),
+            }
+            for tool in CALLED:
+                arms.append(
+                    (
+                        (name, tool, "MCP"),
+                        server.process.pid,
+                        functools.partial(client.call_tool, tool, {"caseId": case}),
+                    )
+                )
+                arms.append(((name, tool, "direct"), server.process.pid, requests[tool]))  # fmt: skip
+        for _, _, call in arms:  # warm: the first calls load what the later ones find
+            for _ in range(10):
+                await call()
+        rounds = max(1, count // CALL_ROUND)
+        for _ in range(rounds):
+            for key, pid, call in arms:
+                cpu = cpu_seconds(pid)
+                for _ in range(CALL_ROUND):
+                    await call()
+                spent[key] = spent.get(key, 0.0) + cpu_seconds(pid) - cpu
+    per = {key: seconds * 1000 / (rounds * CALL_ROUND) for key, seconds in spent.items()}
+    print(f"one call at a time through the SDK's client, {rounds * CALL_ROUND} of each, "
+          f"rounds of {CALL_ROUND}: the server's CPU per call (ms)")  # fmt: skip
+    print(f"  {'operation':<18} {'server':<7} {'MCP':>6} {'direct':>7} {'MCP adds':>9}")
+    for tool in CALLED:
+        added = {}
+        for name in servers:
+            mcp, plain = per[(name, tool, "MCP")], per[(name, tool, "direct")]
+            added[name] = mcp - plain
+            print(f"  {tool:<18} {name:<7} {mcp:>6.2f} {plain:>7.2f} {mcp - plain:>+9.2f}")
+        if added.get("before", 0) > 0:
+            print(f"  {tool:<18} what MCP adds, now / before: {added['now'] / added['before']:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=FILED, help=f"the earlier commit (default {FILED})")
     add_round_options(parser)
+    parser.add_argument(
+        "--calls", type=int, default=0, help="then one call at a time: N of each (0: not)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         earlier = sources(args.before, Path(folder) / "before")
@@ -147,6 +224,8 @@ def main() -> None:
                 before = statistics.median(rates[(arm, "before")])
                 now = statistics.median(rates[(arm, "now")])
                 print(f"  {arm:<20} {now / before if before else float('nan'):>5.2f} x")
+            if args.calls:
+                asyncio.run(per_call(servers, args.calls))
         finally:
             for server in servers.values():
                 server.stop()

@@ -88,13 +88,24 @@ def test_upstream_benchmark_compares_our_client_with_httpcore_and_httpx() -> Non
 
 
 def test_against_benchmark_runs_the_flows_on_an_earlier_commits_server_and_this_trees() -> None:
-    out = run("against.py", "--before", "HEAD", "--flows", "2", "--seconds", "1", "--rounds", "1")
+    out = run(
+        "against.py", "--before", "HEAD", "--flows", "2", "--seconds", "1", "--rounds", "1",
+        "--calls", "50",
+    )  # fmt: skip
     for server in ("before", "now"):
         for arm in ("interface alone", "serve, MCP"):
             row = next(line for line in out.splitlines() if f"1 · {server} · {arm}" in line)
             assert float(row.split()[-2]) > 0, out  # flows/s: flows reached the premium
     assert "a flow failed" not in out, out
     assert "now / before" in out
+    # one call at a time: every call of every arm cost its server CPU (the 10 ms clock ticks at
+    # least once over 50 calls), and the MCP layer's share is set against the earlier commit's
+    for tool in ("readCalculation", "calculatePremium"):
+        for server in ("before", "now"):
+            row = next(line for line in out.splitlines() if f"{tool:<18} {server} " in line)
+            mcp, direct = (float(figure) for figure in row.split()[2:4])
+            assert mcp > 0 and direct > 0, out
+        assert f"{tool:<18} what MCP adds, now / before:" in out, out
 
 
 def test_startup_benchmark_times_whole_processes_against_a_bare_interpreter() -> None:

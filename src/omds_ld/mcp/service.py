@@ -686,15 +686,15 @@ def _direct_call(
             return None
     # a client that can be asked is answered here too: only a binding call asks, and those the
     # SDK answers (SessionBinding._answer_directly)
-    params = _plain_params(message.get("params"))
-    if params is None:
-        try:
+    try:
+        params = _plain_params(message.get("params"))
+        if params is None:
             validate_client_request("tools/call", version, message.get("params"))
             params = types.CallToolRequestParams.model_validate(
                 message.get("params"), by_name=False
             )
-        except (ValueError, KeyError):  # pydantic's ValidationError is one: the SDK says what
-            return None
+    except (ValueError, KeyError):  # pydantic's ValidationError is one: the SDK says what is wrong
+        return None
     return request_id, params, version, declared
 
 

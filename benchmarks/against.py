@@ -50,7 +50,7 @@ from mcp import Client  # noqa: E402
 from benchmarks.load import cpu_seconds, interface_flow, light_flow  # noqa: E402
 from tests.insurer.test_flows import SKODA  # noqa: E402
 from tests.mcp.test_errors import PRODUCT  # noqa: E402
-from tests.servers import ExampleServer  # noqa: E402
+from tests.servers import ExampleServer, cpu_per_call  # noqa: E402
 
 FILED = "3dfe4ac^"  # main when #20 was filed: validation by pySHACL on every request
 
@@ -142,7 +142,6 @@ LD = {"Accept": "application/ld+json"}
 async def per_call(servers: Mapping[str, ExampleServer], count: int) -> None:
     """CPU per call of each server's process, through MCP (the SDK's client) and directly, the
     arms taking turns in rounds; then what MCP adds, now over before (``--calls``)."""
-    spent: dict[tuple[str, str, str], float] = {}
     arms: list[tuple[tuple[str, str, str], int, Callable[[], Awaitable[Any]]]] = []
     async with contextlib.AsyncExitStack() as stack:
         direct = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
@@ -170,17 +169,9 @@ async def per_call(servers: Mapping[str, ExampleServer], count: int) -> None:
                     )
                 )
                 arms.append(((name, tool, "direct"), server.process.pid, requests[tool]))  # fmt: skip
-        for _, _, call in arms:  # warm: the first calls load what the later ones find
-            for _ in range(10):
-                await call()
-        rounds = max(1, count // CALL_ROUND)
-        for _ in range(rounds):
-            for key, pid, call in arms:
-                cpu = cpu_seconds(pid)
-                for _ in range(CALL_ROUND):
-                    await call()
-                spent[key] = spent.get(key, 0.0) + cpu_seconds(pid) - cpu
-    per = {key: seconds * 1000 / (rounds * CALL_ROUND) for key, seconds in spent.items()}
+        figures = await cpu_per_call([(call, [pid]) for _, pid, call in arms], count, CALL_ROUND)
+    per = {key: ms for (key, _, _), ms in zip(arms, figures, strict=True)}
+    rounds = max(1, count // CALL_ROUND)
     print(f"one call at a time through the SDK's client, {rounds * CALL_ROUND} of each, "
           f"rounds of {CALL_ROUND}: the server's CPU per call (ms)")  # fmt: skip
     print(f"  {'operation':<18} {'server':<7} {'MCP':>6} {'direct':>7} {'MCP adds':>9}")

@@ -48,7 +48,8 @@ from mcp import Client  # noqa: E402
 
 from omds_ld.mcp.condense import answer_extension, answer_of  # noqa: E402
 from tests.insurer.test_flows import FLAT, SKODA  # noqa: E402
-from tests.servers import ExampleServer, McpServer, cpu_seconds, free_port  # noqa: E402
+from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
+from tests.servers import cpu_per_call as rounds_cpu  # noqa: E402
 
 sys.path.append(str(Path(__file__).resolve().parent))  # after the mcp package
 from peers import peer_answer, start_peer, wait_started  # noqa: E402
@@ -231,25 +232,10 @@ async def cpu_per_call(
 ) -> list[float]:
     """CPU ms per call of each arm, the direct call first: the CPU time of the processes the
     arm runs in (its MCP server and the interface) over ``count`` calls of it, in rounds of
-    ``CPU_ROUND`` calls of each arm in turn (the machine's drift falls on every arm alike; a
-    round is long enough for the CPU clock's 10 ms ticks to average out over the rounds)."""
-    labelled = list(zip(calls, ["direct", *arms], strict=True))
-    for call, _ in labelled:
-        for _ in range(5):
-            await call()
-    spent = [0.0] * len(labelled)
-    size = max(1, min(CPU_ROUND, count))
-    rounds = max(1, count // size)
-    for _ in range(rounds):
-        for index, (call, arm) in enumerate(labelled):
-            before = sum(cpu_seconds(pid) for pid in pids[arm])
-            for _ in range(size):
-                started = time.perf_counter()
-                await call()
-                if PACE[0]:
-                    await asyncio.sleep(max(0.0, PACE[0] - (time.perf_counter() - started)))
-            spent[index] += sum(cpu_seconds(pid) for pid in pids[arm]) - before
-    return [seconds * 1000 / (rounds * size) for seconds in spent]
+    ``CPU_ROUND`` calls of each arm in turn (``tests.servers.cpu_per_call``)."""
+    labels = ["direct", *arms]
+    measured = list(zip(calls, [pids[label] for label in labels], strict=True))
+    return await rounds_cpu(measured, count, CPU_ROUND, PACE[0])
 
 
 def share(part: float, whole: float) -> str:

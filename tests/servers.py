@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -12,7 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -309,3 +310,32 @@ def cpu_seconds(pid: int) -> float:
     a server's work by."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def cpu_per_call(
+    arms: Sequence[tuple[Callable[[], Awaitable[Any]], Sequence[int]]],
+    count: int,
+    size: int = 50,
+    pace: float = 0.0,
+) -> list[float]:
+    """CPU ms per call of each arm (a call, and the processes it runs in): ``count`` calls of
+    each, in rounds of ``size`` calls of one arm, the arms taking turns, so that the machine's
+    drift falls on every arm alike (a round is long enough for the CPU clock's 10 ms ticks to
+    average out over the rounds). ``pace``: seconds from the start of one call to the next
+    (0: back to back). Each arm is called five times first."""
+    for call, _ in arms:
+        for _ in range(5):
+            await call()
+    spent = [0.0] * len(arms)
+    size = max(1, min(size, count))
+    rounds = max(1, count // size)
+    for _ in range(rounds):
+        for index, (call, pids) in enumerate(arms):
+            before = sum(cpu_seconds(pid) for pid in pids)
+            for _ in range(size):
+                started = time.perf_counter()
+                await call()
+                if pace:
+                    await asyncio.sleep(max(0.0, pace - (time.perf_counter() - started)))
+            spent[index] += sum(cpu_seconds(pid) for pid in pids) - before
+    return [seconds * 1000 / (rounds * size) for seconds in spent]

@@ -93,6 +93,26 @@ def test_an_abbreviation_used_once_is_written_whole(service: InsurerService) -> 
     assert "readProduct · productId=kraftfahrt-2025" in text
 
 
+def test_an_abbreviation_left_with_one_use_is_written_whole(service: InsurerService) -> None:
+    case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
+    case_id = {"caseId": case["bc:caseId"]}
+    added = dict(service.createRiskObject(ANONYMOUS, case_id, SKODA).body)
+    first = condense(
+        added, operation="createRiskObject", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen={},
+    )  # fmt: skip
+    assert first.text.count("~/draft") > 1  # the draft's lines: the abbreviation pays
+    priced = dict(service.calculatePremium(ANONYMOUS, case_id, None).body)
+    again = condense(
+        priced, operation="calculatePremium", insurer="P", language="de", status=200,
+        provenance=PROVENANCE, drafts_seen=first.drafts,
+    )  # fmt: skip
+    # the draft's lines, each with an abbreviated IRI, gave way to one line naming it: the one
+    # use left is written whole, with no line declaring "~"
+    assert f"{case['@id']}/draft: unchanged since the last answer" in again.text
+    assert "~" not in again.text
+
+
 def test_an_edits_answer_names_a_draft_shown_the_same_before(service: InsurerService) -> None:
     case = dict(service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body)
     first = condense(

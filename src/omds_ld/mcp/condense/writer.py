@@ -146,16 +146,27 @@ class Writer:
         return text
 
     def settle_abbreviation(self) -> None:
-        """An abbreviation used once costs more than it saves: the IRI is written whole."""
-        if self.base is None or len(self._abbreviated) > 1:
+        """An abbreviation used once costs more than it saves: the IRI is written whole. Uses
+        are counted in the lines as they end up (a draft's lines replaced by one that names it
+        unchanged leave one use, not the dozen once written)."""
+        if self.base is None:
             return
+        if len(self._abbreviated) > 1:
+            uses = 0
+            for line in self.lines[self._declared_at + 1 :]:
+                uses += line.count("~")
+                if uses > 1:
+                    return
         del self.lines[self._declared_at]
+        # the one use left (where a short is the start of it, "~/draft" of "~/draft/x", it is
+        # written whole all the same)
         for short in self._abbreviated:
             for index in range(self._declared_at, len(self.lines)):
                 if short in self.lines[index]:
                     whole = self.base + short[1:]
                     self.lines[index] = self.lines[index].replace(short, whole, 1)
-                    break
+                    self.base = None
+                    return
         self.base = None
 
     def line(self, text: str = "", indent: int = 0) -> None:

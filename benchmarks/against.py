@@ -9,7 +9,8 @@ moment of a noisy machine falls on both. Prints per round flows/s and the server
 then each arm's ratio (now over before, the median of the rounds).
 
 ``--calls N`` then compares one call at a time, as a model's host makes them: N calls each of
-readCalculation and calculatePremium through the SDK's ``Client`` (a 2025-11-25 session) and the
+readCalculation and calculatePremium through the SDK's ``Client`` (a 2025-11-25 session, or with
+``--sessionless`` the 2026-07-28 revision the SDK's default ``Client()`` speaks) and the
 same requests sent to the interface directly, every arm of both servers taking turns in rounds of
 50; prints the server's CPU per call, what the MCP layer adds to the direct call, and that added
 CPU now over before. A change of the MCP layer's per-call work shows here at a few percent (two
@@ -139,7 +140,7 @@ CALLED = ("readCalculation", "calculatePremium")
 LD = {"Accept": "application/ld+json"}
 
 
-async def per_call(servers: Mapping[str, ExampleServer], count: int) -> None:
+async def per_call(servers: Mapping[str, ExampleServer], count: int, mode: str) -> None:
     """CPU per call of each server's process, through MCP (the SDK's client) and directly, the
     arms taking turns in rounds; then what MCP adds, now over before (``--calls``)."""
     arms: list[tuple[tuple[str, str, str], int, Callable[[], Awaitable[Any]]]] = []
@@ -147,9 +148,7 @@ async def per_call(servers: Mapping[str, ExampleServer], count: int) -> None:
         direct = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
         for name, server in servers.items():
             assert server.process is not None
-            client = await stack.enter_async_context(
-                Client(server.mcp("pfefferminzia"), mode="legacy")
-            )
+            client = await stack.enter_async_context(Client(server.mcp("pfefferminzia"), mode=mode))
             created = await client.call_tool(
                 "createCalculation", {"body": {"p:hasRootProduct": PRODUCT}}
             )
@@ -172,8 +171,9 @@ async def per_call(servers: Mapping[str, ExampleServer], count: int) -> None:
         figures = await cpu_per_call([(call, [pid]) for _, pid, call in arms], count, CALL_ROUND)
     per = {key: ms for (key, _, _), ms in zip(arms, figures, strict=True)}
     rounds = max(1, count // CALL_ROUND)
-    print(f"one call at a time through the SDK's client, {rounds * CALL_ROUND} of each, "
-          f"rounds of {CALL_ROUND}: the server's CPU per call (ms)")  # fmt: skip
+    spoken = "2026-07-28, no session" if mode != "legacy" else "a 2025-11-25 session"
+    print(f"one call at a time through the SDK's client ({spoken}), {rounds * CALL_ROUND} of "
+          f"each, rounds of {CALL_ROUND}: the server's CPU per call (ms)")  # fmt: skip
     print(f"  {'operation':<18} {'server':<7} {'MCP':>6} {'direct':>7} {'MCP adds':>9}")
     for tool in CALLED:
         added = {}
@@ -191,6 +191,12 @@ def main() -> None:
     add_round_options(parser)
     parser.add_argument(
         "--calls", type=int, default=0, help="then one call at a time: N of each (0: not)"
+    )
+    parser.add_argument(
+        "--sessionless",
+        action="store_true",
+        help="the calls in 2026-07-28, as the SDK's default Client() makes them (default: a "
+        "2025-11-25 session)",
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -216,7 +222,8 @@ def main() -> None:
                 now = statistics.median(rates[(arm, "now")])
                 print(f"  {arm:<20} {now / before if before else float('nan'):>5.2f} x")
             if args.calls:
-                asyncio.run(per_call(servers, args.calls))
+                mode = "2026-07-28" if args.sessionless else "legacy"
+                asyncio.run(per_call(servers, args.calls, mode))
         finally:
             for server in servers.values():
                 server.stop()

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.servers import started
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,11 +89,15 @@ def test_upstream_benchmark_compares_our_client_with_httpcore_and_httpx() -> Non
         assert all(float(figure) > 0 for figure in figures), row
 
 
-def test_against_benchmark_runs_the_flows_on_an_earlier_commits_server_and_this_trees() -> None:
+@pytest.mark.parametrize("spoken", [(), ("--sessionless",)], ids=["session", "sessionless"])
+def test_against_benchmark_runs_the_flows_on_an_earlier_commits_server_and_this_trees(
+    spoken: tuple[str, ...],
+) -> None:
     out = run(
         "against.py", "--before", "HEAD", "--flows", "2", "--seconds", "1", "--rounds", "1",
-        "--calls", "50",
+        "--calls", "50", *spoken,
     )  # fmt: skip
+    assert ("2026-07-28, no session" in out) == bool(spoken), out
     for server in ("before", "now"):
         for arm in ("interface alone", "serve, MCP"):
             row = next(line for line in out.splitlines() if f"1 · {server} · {arm}" in line)

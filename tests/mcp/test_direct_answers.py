@@ -80,8 +80,10 @@ class Sessionless:
     def send(self, method: str, params: Any) -> dict[str, Any]:
         self.next_id += 1
         name = params.get("name") if isinstance(params, dict) else None
+        # the call's own _meta, if any, over the envelope (a test changes a part of it)
+        meta = {**self.envelope, **params.get("_meta", {})}
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                "params": {**params, "_meta": self.envelope}}  # fmt: skip
+                "params": {**params, "_meta": meta}}  # fmt: skip
         headers = {**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method,
                    "Mcp-Name": str(name)}  # fmt: skip
         answer = self.http.post(self.url, headers=headers, json=body)
@@ -230,3 +232,37 @@ def test_a_call_is_answered_beside_the_sdk_only_where_its_accept_admits_json(
         assert answer.json()["result"]["structuredContent"]["operation"] == "listProducts"
     else:
         assert answer.status_code == 406, answer.text
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+def test_a_calls_meta_is_read_as_the_sdk_reads_it(
+    era: str, server: ExampleServer, traced: ExampleServer
+) -> None:
+    """A call with a ``_meta`` (2026-07-28: its envelope, the client's info and capabilities)
+    is answered as the SDK answers it at a server where it answers every call: one the era's
+    schema refuses is refused each time it comes, one it admits is answered each time."""
+    kind = Session if era == "2025-11-25" else Sessionless
+    listed = {"name": "listProducts", "arguments": {}}
+    admitted = [{"progressToken": "p-1"}, {"vendor.example/note": "x"}]
+    if era == "2025-11-25":
+        refused = [{"progressToken": {"not": "a token"}}]
+    else:
+        refused = [
+            {"io.modelcontextprotocol/clientInfo": {"name": 5}},
+            {"io.modelcontextprotocol/clientCapabilities": {"elicitation": 5}},
+        ]
+    metas = [*admitted, *refused, *refused, *admitted]
+    answers: dict[str, list[dict[str, Any]]] = {}
+    with httpx.Client(timeout=30) as http:
+        for label, at in (("plain", server), ("reference", traced)):
+            session = kind(http, at.mcp("pfefferminzia"), {})
+            session.call("listProducts", {})  # the plain call first: the envelope is known
+            sent = [session.send("tools/call", {**listed, "_meta": m}) for m in metas]
+            for answer in sent:
+                answer.pop("id")
+            answers[label] = [json.loads(json.dumps(a).replace(at.url, "SERVER")) for a in sent]
+    for mine, reference in zip(answers["plain"], answers["reference"], strict=True):
+        assert _steady(mine) == _steady(reference)
+    results = ["result" in a and not a["result"]["isError"] for a in answers["plain"]]
+    admitted_twice = [True] * len(admitted)
+    assert results == [*admitted_twice, *[False] * 2 * len(refused), *admitted_twice]

@@ -223,6 +223,8 @@ class SessionBinding:
         self.manager = manager  # the SDK's, for hibernating idle sessions and reviving them
         # sessions whose SDK state is being let go now: a request for one waits until it is gone
         self.hibernating: dict[str, asyncio.Event] = {}
+        # the server's info as a 2026-07-28 result carries it (made at the first such answer)
+        self.stamp: dict[str, Any] | None = None
         metrics.open_sessions(name, lambda: len(self.open))
         if manager is not None:
             metrics.live_sessions(name, lambda: hibernation.live(manager))
@@ -416,7 +418,11 @@ class SessionBinding:
             # JSON): it goes on as it is, not through pydantic's dump twice
             meta = dict(result.meta or {})
             if version in MODERN_PROTOCOL_VERSIONS:  # the server's stamp, as the SDK's runner
-                meta[SERVER_INFO_META_KEY] = self.connector.server.server_info_stamp
+                # made once: the SDK's property copies it deeply at every access, against a
+                # caller that changes it; this one is only written out
+                if self.stamp is None:
+                    self.stamp = self.connector.server.server_info_stamp
+                meta[SERVER_INFO_META_KEY] = self.stamp
             plain = _plain_result(result, version)
             try:
                 encoded = None if plain is None else _encoded(request_id, plain, meta)

@@ -10,7 +10,9 @@ interface. Then prints:
 - p50 latency per tool call over Streamable HTTP, ours and FastMCP's, against a direct HTTP call
   to the insurer for the same operation, and what the MCP layer adds; the same for the CPU a
   call costs the processes it runs in (the MCP server's and the interface's), so that what our
-  MCP layer adds stands against what FastMCP's adds;
+  MCP layer adds stands against what FastMCP's adds; for the two servers of a process of their
+  own (standalone, FastMCP's) also each process apart: the server's own CPU, and what the
+  interface spends beyond the direct call's;
 - with authorization: the same calls with a broker's access token (checked on every request,
   exchanged for the insurer's token, which the insurer checks) against the same calls without,
   interleaved on the same server, and what a token's first exchange costs;
@@ -48,8 +50,12 @@ from mcp import Client  # noqa: E402
 
 from omds_ld.mcp.condense import answer_extension, answer_of  # noqa: E402
 from tests.insurer.test_flows import FLAT, SKODA  # noqa: E402
-from tests.servers import ExampleServer, McpServer, free_port  # noqa: E402
-from tests.servers import cpu_per_call as rounds_cpu  # noqa: E402
+from tests.servers import (  # noqa: E402
+    ExampleServer,
+    McpServer,
+    cpu_per_call_by_process,
+    free_port,
+)
 
 sys.path.append(str(Path(__file__).resolve().parent))  # after the mcp package
 from peers import peer_answer, start_peer, wait_started  # noqa: E402
@@ -229,13 +235,14 @@ PACE = [0.0]
 
 async def cpu_per_call(
     calls: list[Callable[[], Awaitable[Any]]], arms: list[str], pids: Pids, count: int
-) -> list[float]:
-    """CPU ms per call of each arm, the direct call first: the CPU time of the processes the
-    arm runs in (its MCP server and the interface) over ``count`` calls of it, in rounds of
-    ``CPU_ROUND`` calls of each arm in turn (``tests.servers.cpu_per_call``)."""
+) -> list[list[float]]:
+    """CPU ms per call of each arm, the direct call first, for each process the arm runs in
+    (its MCP server's, then the interface's; serve's arms and the direct call: the one) over
+    ``count`` calls of it, in rounds of ``CPU_ROUND`` calls of each arm in turn
+    (``tests.servers.cpu_per_call``)."""
     labels = ["direct", *arms]
     measured = list(zip(calls, [pids[label] for label in labels], strict=True))
-    return await rounds_cpu(measured, count, CPU_ROUND, PACE[0])
+    return await cpu_per_call_by_process(measured, count, CPU_ROUND, PACE[0])
 
 
 def share(part: float, whole: float) -> str:
@@ -246,9 +253,11 @@ def share(part: float, whole: float) -> str:
 
 async def measured(
     calls: list[Callable[[], Awaitable[Any]]], arms: list[str], pids: Pids, count: int
-) -> tuple[list[float], list[float]]:
-    """Each call's p50 (interleaved) and CPU per call (the arms in turns)."""
-    return await p50s(calls, count), await cpu_per_call(calls, arms, pids, count)
+) -> tuple[list[float], list[float], list[list[float]]]:
+    """Each call's p50 (interleaved), CPU per call (the arms in turns) and that CPU by process."""
+    latencies = await p50s(calls, count)
+    by_process = await cpu_per_call(calls, arms, pids, count)
+    return latencies, [sum(each) for each in by_process], by_process
 
 
 # The ways to the same insurer that are timed: a label, an MCP client, the case it works on.
@@ -261,7 +270,7 @@ ARMS = (
     "FastMCP",  # FastMCP.from_openapi: a process of its own, over HTTP to the interface
 )
 # operation; p50 of the direct call, then of each arm; the same for CPU per call
-Row = tuple[str, list[float], list[float]]
+Row = tuple[str, list[float], list[float], list[list[float]]]
 
 
 async def draft_latency(
@@ -409,7 +418,7 @@ async def measure(
         print(f"  FastMCP refused: {failure}")
     print(f"p50 latency per call over Streamable HTTP, {count} calls each (ms)")
     print(f"  {'operation':<27} {'direct':>7}" + "".join(f" {arm:>11}" for arm in ARMS))
-    for label, figures, _ in latency:
+    for label, figures, _, _ in latency:
         direct_ms, arms_ms = figures[0], figures[1:]
         print(f"  {label:<27} {direct_ms:>7.2f}" + "".join(f" {ms:>11.2f}" for ms in arms_ms))
         print(f"  {'  adds':<27} {'':>7}" + "".join(f" {ms - direct_ms:>+11.2f}" for ms in arms_ms))
@@ -422,7 +431,7 @@ async def measure(
     print(f"CPU per call, {count} calls of each in rounds of {CPU_ROUND}{paced}, the arms taking "
           "turns: the MCP server's process and the interface's (ms)")  # fmt: skip
     print(f"  {'operation':<27} {'direct':>7}" + "".join(f" {arm:>11}" for arm in ARMS))
-    for label, _, cpu in latency:
+    for label, _, cpu, _ in latency:
         direct_ms, arms_ms = cpu[0], cpu[1:]
         print(f"  {label:<27} {direct_ms:>7.2f}" + "".join(f" {ms:>11.2f}" for ms in arms_ms))
         print(f"  {'  adds':<27} {'':>7}" + "".join(f" {ms - direct_ms:>+11.2f}" for ms in arms_ms))
@@ -437,11 +446,26 @@ async def measure(
         "   a client as a model's host is, given the text and structuredContent; serve+whole:\n"
         "   serve to a client that declared the whole structured answer in _meta, a program's)"
     )
+    print(
+        "the same CPU by process, for the two MCP servers in a process of their own: the server's\n"
+        "  own, and what the interface spends beyond the direct call's (ms)"
+    )
+    print(
+        f"  {'operation':<27} {'standalone':>10} {'interface':>10} {'FastMCP':>10} "
+        f"{'interface':>10} {'own / own':>10}"
+    )
+    for label, _, cpu, by_process in latency:
+        ours = by_process[ARMS.index("standalone") + 1]
+        theirs = by_process[ARMS.index("FastMCP") + 1]
+        print(
+            f"  {label:<27} {ours[0]:>10.2f} {ours[1] - cpu[0]:>+10.2f} {theirs[0]:>10.2f} "
+            f"{theirs[1] - cpu[0]:>+10.2f} {share(ours[0], theirs[0]):>10}"
+        )
     worst = max(row["condensed"][1] / row["full"][1] for row in record.rows)
     ours_list = sum(len(o) for o, _ in lists.values())
     peer_list = sum(len(p) for _, p in lists.values())
     added = {
-        arm: [figures[i + 1] - figures[0] for _, figures, _ in latency]
+        arm: [figures[i + 1] - figures[0] for _, figures, _, _ in latency]
         for i, arm in enumerate(ARMS)
         if arm != "FastMCP"
     }
@@ -480,7 +504,8 @@ async def measure(
     for arm, goal in (("serve", 0.25), ("standalone", 0.4)):
         index = ARMS.index(arm) + 1
         ratios = [
-            (figures[index] - figures[0]) / (figures[-1] - figures[0]) for _, figures, _ in latency
+            (figures[index] - figures[0]) / (figures[-1] - figures[0])
+            for _, figures, _, _ in latency
         ]
         print(
             f"  {arm}: the MCP layer adds at most {goal} of what FastMCP's adds (p50): "
@@ -489,7 +514,7 @@ async def measure(
         )
     for arm in ("serve", "standalone"):
         index = ARMS.index(arm) + 1
-        shares = [share(cpu[index] - cpu[0], cpu[-1] - cpu[0]) for _, _, cpu in latency]
+        shares = [share(cpu[index] - cpu[0], cpu[-1] - cpu[0]) for _, _, cpu, _ in latency]
         print(
             f"  {arm}: the MCP layer's CPU per call at most 0.2 of what FastMCP's adds: "
             + ", ".join(shares)

@@ -55,6 +55,18 @@ def test_mcp_benchmark_compares_sizes_and_latency() -> None:
         assert heading in out
     assert "FastMCP" in out and "all flows" in out
     assert "sessionless" in out and "standalone" in out
+    by_process = out.split("the same CPU by process", 1)[1].split("reading answers", 1)[0]
+    rows = {
+        operation: line.split()[-5:]
+        for line in by_process.splitlines()
+        for operation in ("readCalculation", "calculatePremium", "readProduct", "inquireTariff")
+        if line.strip().startswith(operation)
+    }
+    assert len(rows) == 4, by_process  # each operation: both servers' own and the interface's
+    for *columns, ratio in rows.values():
+        own, _, peer_own, _ = (float(x) for x in columns)  # the interface's: beyond the direct
+        assert own >= 0 and peer_own >= 0, by_process
+        assert ratio == "n/a" or float(ratio) >= 0, by_process
     eras = out.split("tokens per flow a model reads", 1)[1]
     for flow in ("pfefferminzia · an edited draft", "disrupto · two inquiries", "all flows"):
         assert flow in eras

@@ -233,13 +233,13 @@ CPU_ROUND = 50  # calls of one arm in a row, before the next arm's
 PACE = [0.0]
 
 
-async def cpu_per_call(
+async def cpu_by_process(
     calls: list[Callable[[], Awaitable[Any]]], arms: list[str], pids: Pids, count: int
 ) -> list[list[float]]:
     """CPU ms per call of each arm, the direct call first, for each process the arm runs in
     (its MCP server's, then the interface's; serve's arms and the direct call: the one) over
     ``count`` calls of it, in rounds of ``CPU_ROUND`` calls of each arm in turn
-    (``tests.servers.cpu_per_call``)."""
+    (``tests.servers.cpu_per_call_by_process``)."""
     labels = ["direct", *arms]
     measured = list(zip(calls, [pids[label] for label in labels], strict=True))
     return await cpu_per_call_by_process(measured, count, CPU_ROUND, PACE[0])
@@ -256,7 +256,7 @@ async def measured(
 ) -> tuple[list[float], list[float], list[list[float]]]:
     """Each call's p50 (interleaved), CPU per call (the arms in turns) and that CPU by process."""
     latencies = await p50s(calls, count)
-    by_process = await cpu_per_call(calls, arms, pids, count)
+    by_process = await cpu_by_process(calls, arms, pids, count)
     return latencies, [sum(each) for each in by_process], by_process
 
 

@@ -43,6 +43,7 @@ from omds_ld.mcp.transport import AsgiTransport
 from omds_ld.norm import Norm, load_norm
 from omds_ld.norm.receipt import Signer
 from omds_ld.process import freeze_startup_heap
+from omds_ld.routing import indexed
 from omds_ld.scenarios.agents.models import ModelAgent, make_agent
 from omds_ld.settings import ConfigError
 
@@ -249,11 +250,13 @@ class ExampleApp:
             page_http=self.token_http,
         )  # fmt: skip
         self.chat = self._chat_page()
-        self.app = Starlette(
-            routes=self.routes(),
-            middleware=self.interfaces.middleware(),
-            exception_handlers=self.interfaces.exception_handlers(),
-            lifespan=self._lifespan,
+        self.app = indexed(
+            Starlette(
+                routes=self.routes(),
+                middleware=self.interfaces.middleware(),
+                exception_handlers=self.interfaces.exception_handlers(),
+                lifespan=self._lifespan,
+            )
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -34,6 +34,7 @@ from omds_ld.norm.jsonld import CONTEXT_URL, context_document
 from omds_ld.norm.receipt import load_key_set
 from omds_ld.norm.schemas import SchemaValidator
 from omds_ld.process import freeze_startup_heap
+from omds_ld.routing import indexed
 from omds_ld.serving import BodyLimit, route_of
 from omds_ld.settings import ConfigError
 
@@ -552,11 +553,13 @@ def create_app(
         yield
         interfaces.close()
 
-    app = Starlette(
-        routes=interfaces.routes(),
-        exception_handlers=interfaces.exception_handlers(),
-        lifespan=lifespan,
-        middleware=interfaces.middleware(),
+    app = indexed(
+        Starlette(
+            routes=interfaces.routes(),
+            exception_handlers=interfaces.exception_handlers(),
+            lifespan=lifespan,
+            middleware=interfaces.middleware(),
+        )
     )
     app.state.store = interfaces.store
     app.state.services = interfaces.services

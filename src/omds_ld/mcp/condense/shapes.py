@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from omds_ld.mcp.condense.fields import range_data, range_text
+from omds_ld.mcp.condense.fields import range_data, range_text, value_labels
 from omds_ld.mcp.condense.memory import digest_of
 from omds_ld.mcp.condense.writer import Writer, label, local, many
 
@@ -43,6 +43,7 @@ def write_shapes(
             description = label(field.get("sh:description"), w.language)
             explained = f"{field_label}: {description}" if description else field_label
             names = field.get("sh:name")
+            meaning = value_labels(field, w.language)  # once, for the data and the text
             fields.append(
                 {
                     "name": field.get("sh:path"),
@@ -50,13 +51,13 @@ def write_shapes(
                     # the label in every language the shape has it (a page in the person's)
                     **({"names": dict(names)} if isinstance(names, Mapping) else {}),
                     "required": required,
-                    **range_data(field, w.language),
+                    **range_data(field, w.language, meaning),
                 }
             )
             if shown_above and field.get("sh:path") in w.shown_properties:
                 continue
             w.line(
-                f"{field.get('sh:path', '—')}: {range_text(field, w.language) or 'see description'}"
+                f"{field.get('sh:path', '—')}: {range_text(field, w.language, meaning) or 'see description'}"
                 f"{', required' if required else ''} — {explained}",
                 1,
             )

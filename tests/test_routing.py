@@ -10,7 +10,8 @@ from pathlib import Path
 
 from starlette.routing import BaseRoute, Match, Mount, Route
 
-from omds_ld.example import ExampleApp, ExampleConfig
+from omds_ld.example import ExampleApp
+from omds_ld.example_config import ExampleConfig
 from omds_ld.insurer.config import ServerConfig
 from omds_ld.mcp.config import HttpConfig
 from omds_ld.routing import IndexedRouter

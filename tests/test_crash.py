@@ -177,7 +177,7 @@ def test_killed_interface_applies_for_an_offer_once_and_loses_no_application(
         offer = client.post(f"{api}/calculations/{case_id}/offers").json()
         return {"id": offer["bc:offerId"], "body": with_receipt(server, {
             "bc:policyholder": PERSON, "bc:payment": PAYMENT,
-            "bc:startDate": time.strftime("%Y-%m-%d", time.gmtime()),
+            "bc:startDate": offer["bc:insurerToday"],
             "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
                            "bc:consentedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                            "bc:offerDigest": offer["bc:offerDigest"]},

@@ -29,14 +29,14 @@ def _offer(browser: httpx.Client, cid: str) -> dict[str, Any]:
     case_id = answer_of(case["mcp.tool.result"])["case"]["caseId"]
     _call(browser, cid, "createRiskObject", caseId=case_id, body=SKODA)
     _call(browser, cid, "calculatePremium", caseId=case_id)
-    offer = _call(browser, cid, "createOffer", caseId=case_id).json()
-    return dict(answer_of(offer["mcp.tool.result"])["offer"])
+    answer = answer_of(_call(browser, cid, "createOffer", caseId=case_id).json()["mcp.tool.result"])
+    return {**answer["offer"], "insurerToday": answer["insurerToday"]}
 
 
 def _application(offer: dict[str, Any]) -> dict[str, Any]:
     return {
         "bc:policyholder": PERSON, "bc:payment": PAYMENT,
-        "bc:startDate": dt.date.today().isoformat(),
+        "bc:startDate": offer["insurerToday"],  # the insurer's, not this machine's
         "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
                        "bc:consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                        "bc:offerDigest": offer["digest"]},

@@ -131,6 +131,24 @@ def test_each_mistake_stops_the_load_naming_file_and_key(mistake: str, tmp_path:
     ), [str(f) for f in findings]
 
 
+def test_an_insurers_time_zone_is_read_and_an_unknown_one_stops_the_load(tmp_path: Path) -> None:
+    """``timeZone`` in insurer.yaml (docs/norm-maintainer.md): where the insurer's today is
+    measured; a name that is no IANA time zone names the file and the key."""
+    folder = _copy(tmp_path)
+    described = folder / "pfefferminzia" / "insurer.yaml"
+    text = described.read_text()
+    described.write_text(text + "timeZone: Pacific/Kiritimati\n")
+    assert load_insurers(folder)["pfefferminzia"].time_zone == "Pacific/Kiritimati"
+    assert load_insurers(folder)["disrupto"].time_zone == "Europe/Vienna"  # the default
+    described.write_text(text + "timeZone: Europe/Wein\n")
+    with pytest.raises(InsurerDataError) as raised:
+        load_insurers(folder)
+    assert [(Path(f.file).name, f.key) for f in raised.value.findings] == [
+        ("insurer.yaml", "/timeZone")
+    ]
+    assert "'Europe/Wein' is no IANA time zone" in raised.value.findings[0].detail
+
+
 def test_serve_refuses_to_start_with_a_broken_insurer_and_says_why(tmp_path: Path) -> None:
     folder = _copy(tmp_path)
     MISTAKES["a misspelt attribute"][0](folder)

@@ -4,6 +4,7 @@ the interface itself, without any MCP server."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import Any
 
@@ -30,7 +31,7 @@ def _offer(client: httpx.Client, api: str, vehicle: dict[str, Any] = SKODA) -> d
 def _body(offer: dict[str, Any]) -> dict[str, Any]:
     return {
         "bc:policyholder": PERSON, "bc:payment": PAYMENT,
-        "bc:startDate": time.strftime("%Y-%m-%d", time.gmtime()),
+        "bc:startDate": offer["bc:insurerToday"],
         "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person",
                        "bc:consentedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "bc:offerDigest": offer["bc:offerDigest"]},
@@ -126,7 +127,7 @@ def test_a_receipt_wrong_in_one_claim_alone_is_refused(
     consent = body["bc:consent"]
     shown = {"bc:confirmedBy": "anonymous", "bc:confirmedAt": consent["bc:consentedAt"],
              "bc:confirmedVia": "test", "bc:shownDigest": "sha256:" + "0" * 64}  # fmt: skip
-    tomorrow = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 2 * 86400))
+    later = (dt.date.fromisoformat(body["bc:startDate"]) + dt.timedelta(days=1)).isoformat()
     other_person = {**PERSON, "p:email": "someone.else@example.at"}
     wrong = {
         "offer": ({"consent": {**consent, "bc:offerDigest": "sha256:" + "1" * 64}}, "offer"),
@@ -141,7 +142,7 @@ def test_a_receipt_wrong_in_one_claim_alone_is_refused(
         "e-mail": ({"application": {**body, "bc:policyholder": other_person}}, "application"),
         "birth date": ({"application": {**body, "bc:policyholder": {**PERSON, "p:birthDate": "1970-01-01"}}},
                        "application"),
-        "start": ({"application": {**body, "bc:startDate": tomorrow}}, "application"),
+        "start": ({"application": {**body, "bc:startDate": later}}, "application"),
     }  # fmt: skip
     url = f"{api}/offers/{offer['bc:offerId']}/applications"
     for why, (signed, named) in wrong.items():

@@ -58,12 +58,14 @@ async def make_offer(
 
 
 def application(offer: Any, **changes: Any) -> dict[str, Any]:
-    """An application for an offer, with the customer's consent to exactly this offer."""
-    data = answer_of(offer)["offer"]
+    """An application for an offer, with the customer's consent to exactly this offer,
+    starting on the insurer's today (as its answer says: this machine's date may be another)."""
+    answer = answer_of(offer)
+    data = answer["offer"]
     body: dict[str, Any] = {
         "bc:policyholder": dict(PERSON),
         "bc:payment": dict(PAYMENT),
-        "bc:startDate": dt.date.today().isoformat(),
+        "bc:startDate": answer["insurerToday"],
         "bc:consent": {
             "bc:consentedBy": "Anna Berger",
             "bc:consentedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

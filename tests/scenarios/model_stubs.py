@@ -29,6 +29,7 @@ USAGE = {"input": 1000, "step": 100, "output": 50}
 NEVER_DONE = "Frag immer weiter."  # a user message that makes the scripted model loop
 APPLY = "und stelle den Antrag"  # a user message that makes the scripted model apply for the offer
 OFFER = re.compile(r"Offer ([0-9a-f]+) <")
+TODAY = re.compile(r"Today at the insurer: (\d{4}-\d{2}-\d{2})")
 
 
 def next_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
@@ -71,12 +72,13 @@ def apply_move(tool_results: list[str]) -> tuple[str, dict[str, Any]] | str:
     if turn == 4:
         return ("pfefferminzia__createOffer", {"caseId": case.group(1) if case else ""})
     offer = OFFER.search(every)
+    today = TODAY.search(every)  # a model knows no date of its own: the insurer's answer says it
     if turn == 5:
         from tests.mcp.applications import PAYMENT, PERSON
 
         body = {
             "bc:policyholder": PERSON, "bc:payment": PAYMENT,
-            "bc:startDate": time.strftime("%Y-%m-%d", time.gmtime()),
+            "bc:startDate": today.group(1) if today else "",
             # what the task told it of the consent, nothing more: the person states it
             "bc:consent": {"bc:consentedBy": "Anna Berger", "bc:consentMethod": "in-person"},
         }  # fmt: skip

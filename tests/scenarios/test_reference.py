@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from omds_ld.insurer.data import builtin_insurers_folder
 from omds_ld.scenarios.agents.reference import ReferenceAgent
 from omds_ld.scenarios.protocol import FINAL, RUN_START, TOOL_CALL, TOOLS_LIST, read_protocol
 from omds_ld.scenarios.runner import run_all
 from omds_ld.scenarios.scenario import builtin_scenarios, load_scenario
-from tests.servers import ExampleServer
+from tests.servers import ExampleServer, running
 
 SCENARIOS = {p.stem: p for p in builtin_scenarios()}
 DOCS = Path(__file__).parents[2] / "docs" / "scenarios.md"
@@ -67,6 +72,37 @@ def test_reference_agent_passes_in_every_run(
         )
         # the minimum the docs print is what the reference agent really needs
         assert kinds.count(TOOL_CALL) == documented_minimum(name)
+
+
+def test_an_application_starts_on_the_insurers_today_whatever_this_machines_date(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent knows no date of its own. With the insurers at UTC+14 and the agent's machine
+    at UTC-12 their days are always one or two apart: the application starts on the insurer's
+    today, as its answers say, and is accepted (this machine's today would be its yesterday)."""
+    folder = tmp_path / "insurers"
+    shutil.copytree(builtin_insurers_folder(), folder)
+    for described in folder.glob("*/insurer.yaml"):
+        described.write_text(described.read_text() + "timeZone: Pacific/Kiritimati\n")
+    scenario = load_scenario(SCENARIOS["pfefferminzia-application"])
+    monkeypatch.setenv("TZ", "Etc/GMT+12")  # POSIX sign: twelve hours behind UTC
+    time.tzset()
+    try:
+        with running(ExampleServer(tmp_path / "s.sqlite3", ["--insurers", str(folder)])) as server:
+            [record] = asyncio.run(run_all([scenario], ReferenceAgent, 1, server.url, tmp_path))
+            insurers_today = dt.datetime.now(ZoneInfo("Pacific/Kiritimati")).date()
+            assert dt.date.today() < insurers_today  # the days differ, whenever this runs
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    failed = [f"{c.name}: {c.reason}" for c in record.grade.criteria if not c.passed]
+    assert record.grade.passed, failed
+    applied = [
+        e for e in read_protocol(record.protocol)
+        if e["event"] == TOOL_CALL and e["gen_ai.tool.name"] == "createApplication"
+    ]  # fmt: skip
+    starts = {e["gen_ai.tool.call.arguments"]["body"]["bc:startDate"] for e in applied}
+    assert starts == {insurers_today.isoformat()}
 
 
 def test_the_recovering_scenario_really_recovers(server: ExampleServer, tmp_path: Path) -> None:

@@ -312,10 +312,12 @@ class ReferenceAgent:
         facts = scenario.application
         consent = facts.get("consent") or {}
         start = str(facts.get("startDate", "today"))
+        if start == "today":  # the insurer's today, as its answer says: never this machine's
+            start = str(answer_of(made).get("insurerToday") or dt.date.today().isoformat())
         body = {
             "bc:policyholder": dict(facts["policyholder"]),
             "bc:payment": dict(facts["payment"]),
-            "bc:startDate": dt.date.today().isoformat() if start == "today" else start,
+            "bc:startDate": start,
         }
         # the consent only as the task told it: the person confirming states it (never a time
         # or a way nobody said)

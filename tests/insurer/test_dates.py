@@ -5,13 +5,14 @@ never the UTC date. In process: the interface's service on a real SQLite file, i
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from joserfc.jwk import KeySet
 
-from omds_ld.insurer.data import ANONYMOUS, load_insurers
+from omds_ld.insurer.data import ANONYMOUS, builtin_insurers_folder, load_insurers
 from omds_ld.insurer.problems import Problem
 from omds_ld.insurer.service import InsurerService
 from omds_ld.insurer.store import Store
@@ -91,3 +92,36 @@ def test_the_insurers_today_decides_around_midnight(
         ANONYMOUS, {"offerId": offer["bc:offerId"]}, _application(offer, today, clock.now)
     )
     assert made.status == 201 and made.body["bc:startDate"] == today
+
+
+def test_a_minimum_age_in_a_products_shape_is_measured_on_the_insurers_today(
+    tmp_path: Path,
+) -> None:
+    """``bc:minimumAge`` on a product's field counts from the insurer's today, by its clock in
+    its time zone: never this machine's date (the clock is set in January 2026, and at 23:30
+    UTC on the 2nd it is already the 3rd in Vienna)."""
+    folder = tmp_path / "insurers"
+    shutil.copytree(builtin_insurers_folder(), folder)
+    shapes = folder / "pfefferminzia" / "shapes.ttl"
+    text = shapes.read_text()
+    start = "sh:path pf:vertragsbeginn ; sh:order 2 ;"
+    assert start in text
+    shapes.write_text(text.replace(start, start + " bc:minimumAge 0 ;"))  # not after today
+    clock = Clock(dt.datetime(2026, 1, 2, 23, 30, tzinfo=dt.UTC))
+    public = KeySet.import_key_set({"keys": [KEY.as_dict(private=False)]})
+    service = InsurerService(
+        load_norm(), load_insurers(folder)["pfefferminzia"], Store(tmp_path / "age.sqlite3"),
+        "/api", clock, lambda: public,
+    )  # fmt: skip
+    case = service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body
+    [attribute] = [a["@id"] for a in case["bc:draft"]["p:attribute"]
+                   if a["p:property"].endswith("#vertragsbeginn")]  # fmt: skip
+
+    def set_start(day: str) -> Any:
+        values = {"bc:values": [{"bc:attribute": attribute, "p:value": day}]}
+        return service.setAttributes(ANONYMOUS, {"caseId": case["bc:caseId"]}, values)
+
+    with pytest.raises(Problem) as refused:
+        set_start("2026-01-04")  # the insurer's tomorrow
+    assert refused.value.slug == "shape-violation"
+    assert set_start("2026-01-03").status == 200  # its today (the UTC date is the 2nd)

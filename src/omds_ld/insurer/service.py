@@ -120,7 +120,9 @@ class InsurerService:
     def inquireTariff(self, broker: Broker, params: Mapping[str, Any], body: Any) -> Answer:
         product, draft = parse_instance(self.insurer, body["p:instance"])
         self._check_inclusions(product, draft)
-        report = validate_draft(product, draft, f"{product.iri}/inquired-instance")
+        report = validate_draft(
+            product, draft, f"{product.iri}/inquired-instance", self.answers.today()
+        )
         if not report.conforms:
             raise Problem(
                 "shape-violation",
@@ -153,7 +155,9 @@ class InsurerService:
         return self.insurer.products[case.draft.product_id], case
 
     def _report(self, product: Product, case: Case) -> Report:
-        return validate_draft(product, case.draft, draft_iri(self.insurer, case.case_id))
+        return validate_draft(
+            product, case.draft, draft_iri(self.insurer, case.case_id), self.answers.today()
+        )
 
     def _case_answer(self, status: int, product: Product, case: Case) -> Answer:
         return Answer(status, self.answers.case(product, case, self._report(product, case)))
@@ -271,7 +275,7 @@ class InsurerService:
     ) -> Any:
         risk_object = parse_risk_object(product, body, risk_object_id)
         iri = risk_object_iri(draft_iri(self.insurer, case.case_id), risk_object_id)
-        report = validate_risk_object(product, risk_object, iri)
+        report = validate_risk_object(product, risk_object, iri, self.answers.today())
         if not report.conforms:
             raise Problem(
                 "shape-violation",
@@ -410,7 +414,7 @@ class InsurerService:
                     next_steps=self.answers.case_steps(product, case, self._report(product, case)),
                 )
             draft = case.draft.with_attributes(changes)
-            report = validate_draft(product, draft, base)
+            report = validate_draft(product, draft, base, self.answers.today())
             offending = [r for r in report.results if (r.focus_node, r.path) in changed]
             if offending:
                 raise Problem(

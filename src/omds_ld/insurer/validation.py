@@ -4,6 +4,8 @@ indexes them), and the product's warnings on the draft."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from rdflib import RDF, Graph, URIRef
 
 from omds_ld.insurer.data import Product
@@ -73,10 +75,13 @@ def draft_triples(product: Product, draft: Draft, base_iri: str) -> Triples:
     return graph
 
 
-def validate_draft(product: Product, draft: Draft, base_iri: str) -> Report:
+def validate_draft(
+    product: Product, draft: Draft, base_iri: str, today: dt.date | None = None
+) -> Report:
     """Validate a whole draft against its product's shapes; then its warnings (data that
-    contradict each other), which never make it not conform."""
-    report = product.validator.validate(draft_triples(product, draft, base_iri))
+    contradict each other), which never make it not conform. ``today``: the insurer's day a
+    minimum age (``bc:minimumAge``) is measured on."""
+    report = product.validator.validate(draft_triples(product, draft, base_iri), today)
     if not product.warnings:
         return report
     risk_iris = {r.id: risk_object_iri(base_iri, r.id) for r in draft.risk_objects}
@@ -85,9 +90,11 @@ def validate_draft(product: Product, draft: Draft, base_iri: str) -> Report:
     return report.warned(warnings_of(product.warnings, draft, risk_iris, paths))
 
 
-def validate_risk_object(product: Product, risk_object: RiskObject, iri: str) -> Report:
+def validate_risk_object(
+    product: Product, risk_object: RiskObject, iri: str, today: dt.date | None = None
+) -> Report:
     """Validate one risk object against the product's risk object shape only."""
-    return product.risk_validator.validate(risk_object_triples(product, risk_object, iri))
+    return product.risk_validator.validate(risk_object_triples(product, risk_object, iri), today)
 
 
 def risk_object_triples(product: Product, risk_object: RiskObject, iri: str) -> Triples:

@@ -36,8 +36,9 @@ class Clock:
         return self.now
 
 
-def _service(tmp_path: Path, clock: Clock) -> InsurerService:
-    insurer = load_insurers()["pfefferminzia"]
+def _service(tmp_path: Path, clock: Clock, folder: Path | None = None) -> InsurerService:
+    """Pfefferminzia's interface on its clock (from ``folder``, where its data were edited)."""
+    insurer = load_insurers(folder)["pfefferminzia"]
     assert insurer.time_zone == "Europe/Vienna"
     public = KeySet.import_key_set({"keys": [KEY.as_dict(private=False)]})
     return InsurerService(
@@ -107,12 +108,7 @@ def test_a_minimum_age_in_a_products_shape_is_measured_on_the_insurers_today(
     start = "sh:path pf:vertragsbeginn ; sh:order 2 ;"
     assert start in text
     shapes.write_text(text.replace(start, start + " bc:minimumAge 0 ;"))  # not after today
-    clock = Clock(dt.datetime(2026, 1, 2, 23, 30, tzinfo=dt.UTC))
-    public = KeySet.import_key_set({"keys": [KEY.as_dict(private=False)]})
-    service = InsurerService(
-        load_norm(), load_insurers(folder)["pfefferminzia"], Store(tmp_path / "age.sqlite3"),
-        "/api", clock, lambda: public,
-    )  # fmt: skip
+    service = _service(tmp_path, Clock(dt.datetime(2026, 1, 2, 23, 30, tzinfo=dt.UTC)), folder)
     case = service.createCalculation(ANONYMOUS, {}, {"p:hasRootProduct": PRODUCT}).body
     [attribute] = [a["@id"] for a in case["bc:draft"]["p:attribute"]
                    if a["p:property"].endswith("#vertragsbeginn")]  # fmt: skip
